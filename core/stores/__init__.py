@@ -1,0 +1,128 @@
+"""Graph stores and ``open_store(url)``.
+
+Urls:
+
+* ``falkordb+embedded:///abs/dir`` — the embedded FalkorDB server owned by a
+  data directory (``falkordb+embedded://`` alone uses ``$REVIEWER_DATA_DIR``
+  or ``./var``). ``?appendfsync=always|everysec|no`` (default ``always``).
+* ``falkordb://[user:password@]host:port`` — a FalkorDB server over TCP.
+* ``falkordb+unix:///path/to.sock`` — a FalkorDB server on a unix socket.
+* ``neo4j://``, ``neo4j+s://``, ``bolt://``, ``bolt+s://``
+  ``[user:password@]host:port[/database]`` (or ``?database=name``).
+"""
+
+from __future__ import annotations
+
+import atexit
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from .base import (
+    GraphStore,
+    GraphStoreConstraintViolationError,
+    GraphStoreError,
+    GraphStoreMissingExtraError,
+    GraphStoreWriteConflictError,
+    Schema,
+    Tx,
+    redact_url,
+)
+
+__all__ = [
+    "GraphStore",
+    "GraphStoreConstraintViolationError",
+    "GraphStoreError",
+    "GraphStoreMissingExtraError",
+    "GraphStoreWriteConflictError",
+    "Schema",
+    "Tx",
+    "open_store",
+    "redact_url",
+]
+
+NEO4J_SCHEMES = ("neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc")
+
+
+def _bad(url: str, why: str) -> GraphStoreError:
+    return GraphStoreError(f"bad store url {redact_url(url)}: {why}")
+
+
+def open_store(url: str) -> GraphStore:
+    """Open the store a url names. Raises :class:`GraphStoreError` (naming the
+    url without its password, and the cause) when it cannot."""
+    if not isinstance(url, str) or not url.strip():
+        raise GraphStoreError("bad store url: it is empty")
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise _bad(url, str(exc)) from exc
+    scheme = parts.scheme.lower()
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+
+    if scheme == "falkordb+embedded":
+        return _open_embedded(url, parts.netloc, unquote(parts.path), query)
+    if scheme == "falkordb+unix":
+        from .falkordb import FalkorDBStore
+
+        if not parts.path:
+            raise _bad(url, "it names no socket path")
+        return FalkorDBStore(
+            url,
+            unix_socket_path=unquote(parts.path),
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+        )
+    if scheme in ("falkordb", "redis"):
+        from .falkordb import FalkorDBStore
+
+        if not parts.hostname:
+            raise _bad(url, "it names no host")
+        return FalkorDBStore(
+            url,
+            host=parts.hostname,
+            port=port or 6379,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+        )
+    if scheme in NEO4J_SCHEMES:
+        from .neo4j import Neo4jStore
+
+        if not parts.hostname:
+            raise _bad(url, "it names no host")
+        database = query.get("database") or parts.path.strip("/") or None
+        host = parts.hostname if port is None else f"{parts.hostname}:{port}"
+        return Neo4jStore(
+            url,
+            uri=f"{scheme}://{host}",
+            user=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+            database=database,
+        )
+    raise _bad(
+        url,
+        "unknown scheme; use falkordb+embedded:///dir, falkordb://host:port, "
+        "falkordb+unix:///path.sock, neo4j://host:port or bolt://host:port",
+    )
+
+
+def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> GraphStore:
+    from .embedded import EmbeddedServer, default_data_dir
+    from .falkordb import FalkorDBStore
+
+    if netloc:
+        raise _bad(url, "an embedded url has no host: write falkordb+embedded:///absolute/path")
+    unknown = set(query) - {"appendfsync"}
+    if unknown:
+        raise _bad(url, f"unknown option {sorted(unknown)[0]!r}")
+    data_dir = Path(path) if path else default_data_dir()
+    server = EmbeddedServer(data_dir, appendfsync=query.get("appendfsync", "always"))
+    socket = server.acquire()
+    try:
+        store = FalkorDBStore(url, unix_socket_path=socket, on_close=server.release)
+    except BaseException:
+        server.release()
+        raise
+    store.embedded_server = server  # type: ignore[attr-defined]
+    atexit.register(store.close)
+    return store

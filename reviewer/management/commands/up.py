@@ -1,0 +1,62 @@
+"""``manage.py up``: set up and run the dashboard in one step.
+
+Applies Django's migrations (users, groups, sessions), opens the graph store
+(starting the embedded FalkorDB server when the url is ``falkordb+embedded``),
+prints where the dashboard is, and runs the development server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import os
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from core.stores import GraphStoreError, redact_url
+from reviewer.store import check_store
+
+
+class Command(BaseCommand):
+    help = "Migrate, open the graph store, and run the dashboard (local use)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000", help="address:port to serve on")
+        parser.add_argument("--no-run", action="store_true", help="set up, then stop instead of serving")
+
+    def handle(self, *args: Any, addrport: str, no_run: bool, **options: Any) -> None:
+        settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        try:
+            store = check_store()
+        except GraphStoreError as exc:
+            raise CommandError(f"the graph store did not answer: {exc}") from exc
+        self.stdout.write(f"Graph store: {redact_url(settings.REVIEWER_STORE_URL)} ({store.backend})")
+        self._demo_login()
+        host, _, port = addrport.rpartition(":")
+        self.stdout.write(self.style.SUCCESS(f"Reviewer is at http://{host or '127.0.0.1'}:{port}/"))
+        if no_run:
+            return
+        call_command("runserver", addrport)
+
+    def _demo_login(self) -> None:
+        """Local use only (DEBUG on, embedded store): a first login so a
+        newcomer can get in. Kept in the data directory, printed every run."""
+        if not settings.DEBUG or not settings.REVIEWER_STORE_URL.startswith("falkordb+embedded"):
+            return
+        logins = settings.DATA_DIR / "demo-logins.txt"
+        users = get_user_model()
+        if not logins.exists() and not users.objects.exists():
+            password = secrets.token_urlsafe(12)
+            users.objects.create_user("demo", password=password, is_staff=True)
+            fd = os.open(logins, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"demo {password}\n")
+        if logins.exists():
+            for line in logins.read_text().splitlines():
+                name, _, password = line.partition(" ")
+                self.stdout.write(f"Demo login: {name} / {password}")

@@ -1,0 +1,62 @@
+"""Request middleware: security headers and a clear page when the store is down."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+from django.template.loader import render_to_string
+
+from core.stores import GraphStoreError, redact_url
+
+from .store import reset_store
+
+log = logging.getLogger(__name__)
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'self'; object-src 'none'"
+)
+
+
+class ContentSecurityPolicyMiddleware:
+    """Only the app's own scripts and styles may run."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        return response
+
+
+class StoreUnavailableMiddleware:
+    """A store failure becomes a 503 page that says so, never a traceback."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, GraphStoreError):
+            return None
+        log.warning("graph store unavailable: %s", exception)
+        reset_store()  # the next request reconnects
+        return store_unavailable_response(request)
+
+
+def store_unavailable_response(request: HttpRequest) -> HttpResponse:
+    from django.conf import settings
+
+    body = render_to_string(
+        "reviewer/store_unavailable.html",
+        {"store": redact_url(settings.REVIEWER_STORE_URL)},
+        request=request,
+    )
+    response = HttpResponse(body, status=503)
+    response["Retry-After"] = "5"
+    return response

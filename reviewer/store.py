@@ -1,0 +1,54 @@
+"""The process's one graph store, opened on first use.
+
+A store that stops answering is closed and opened again on the next request,
+so the dashboard recovers by itself when the store comes back (for the
+embedded store, reopening restarts its server on the same data directory).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+
+from core.stores import GraphStore, GraphStoreError, open_store
+
+_lock = threading.Lock()
+_store: GraphStore | None = None
+
+
+def get_store() -> GraphStore:
+    """The shared store; raises GraphStoreError when it cannot be reached."""
+    global _store
+    store = _store
+    if store is not None:
+        return store
+    with _lock:
+        if _store is None:
+            _store = open_store(settings.REVIEWER_STORE_URL)
+        return _store
+
+
+def check_store() -> GraphStore:
+    """Ping the store, reopening it once if the old connection is dead."""
+    global _store
+    store = get_store()
+    try:
+        store.ping()
+        return store
+    except GraphStoreError:
+        reset_store()
+        store = get_store()
+        store.ping()
+        return store
+
+
+def reset_store() -> None:
+    global _store
+    with _lock:
+        old, _store = _store, None
+    if old is not None:
+        try:
+            old.close()
+        except GraphStoreError:
+            pass

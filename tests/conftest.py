@@ -1,0 +1,68 @@
+"""Test harness: every core test runs on the embedded FalkorDB and on Neo4j.
+
+``REVIEWER_TEST_BACKENDS`` (default ``falkordb,neo4j``) picks the backends;
+``REVIEWER_TEST_NEO4J_URL`` points at a Neo4j of your own instead of the
+in-process test server. A selected backend that cannot start fails the run:
+it is never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from core.stores import GraphStore, open_store
+
+BACKENDS = [b.strip() for b in os.environ.get("REVIEWER_TEST_BACKENDS", "falkordb,neo4j").split(",") if b.strip()]
+_KNOWN = {"falkordb", "neo4j"}
+if set(BACKENDS) - _KNOWN:
+    raise pytest.UsageError(f"REVIEWER_TEST_BACKENDS names unknown backends: {sorted(set(BACKENDS) - _KNOWN)}")
+
+
+@pytest.fixture(scope="session")
+def falkordb_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphStore]:
+    data = tmp_path_factory.mktemp("falkordb")
+    store = open_store(f"falkordb+embedded://{data}?appendfsync=everysec")
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def neo4j_url() -> Iterator[str]:
+    own = os.environ.get("REVIEWER_TEST_NEO4J_URL")
+    if own:
+        yield own
+        return
+    from tests.neo4j_server.launcher import Neo4jServer, Neo4jServerError
+
+    try:
+        server = Neo4jServer()
+    except Neo4jServerError as exc:
+        pytest.fail(f"the Neo4j backend could not start: {exc}", pytrace=False)
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def neo4j_store(neo4j_url: str) -> Iterator[GraphStore]:
+    store = open_store(neo4j_url)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest) -> GraphStore:
+    """The store of one backend (a test for one backend only uses
+    ``falkordb_store`` or ``neo4j_store`` directly)."""
+    return request.getfixturevalue(f"{request.param}_store")
+
+
+@pytest.fixture
+def project_id(store: GraphStore) -> Iterator[str]:
+    """A project of its own for each test; removed afterwards."""
+    pid = "t-" + uuid.uuid4().hex[:12]
+    yield pid
+    store.drop_project(pid)

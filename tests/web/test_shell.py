@@ -1,0 +1,82 @@
+"""The Django shell: health, login, the store-down page, security headers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client, override_settings
+
+from reviewer.store import reset_store
+
+
+@pytest.fixture(autouse=True)
+def fresh_store_handle() -> Iterator[None]:
+    reset_store()
+    yield
+    reset_store()
+
+
+@pytest.fixture
+def member(db: None) -> User:
+    return User.objects.create_user("ada", password="a-long-test-password")
+
+
+def test_healthz_answers_ok_when_the_store_answers(client: Client) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "backend": "falkordb"}
+
+
+@override_settings(REVIEWER_STORE_URL="falkordb://svc:pw-not-shown@127.0.0.1:1")
+def test_healthz_answers_503_with_a_reason_when_the_store_is_down(client: Client) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert "127.0.0.1:1" in body["reason"]
+    assert "pw-not-shown" not in response.content.decode()
+
+
+def test_pages_need_a_login(client: Client) -> None:
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/login/")
+
+
+def test_a_logged_in_person_sees_the_home_page(client: Client, member: User) -> None:
+    client.force_login(member)
+    response = client.get("/")
+    assert response.status_code == 200
+    assert b"Reviewer" in response.content
+
+
+@override_settings(REVIEWER_STORE_URL="falkordb://svc:pw-not-shown@127.0.0.1:1")
+def test_a_store_that_is_down_gives_a_clear_503_page(client: Client, member: User) -> None:
+    client.force_login(member)
+    response = client.get("/")
+    assert response.status_code == 503
+    text = response.content.decode()
+    assert "graph store is not answering" in text
+    assert "Traceback" not in text and "pw-not-shown" not in text
+
+
+def test_the_dashboard_recovers_when_the_store_returns(client: Client, member: User) -> None:
+    client.force_login(member)
+    with override_settings(REVIEWER_STORE_URL="falkordb://127.0.0.1:1"):
+        assert client.get("/").status_code == 503
+    assert client.get("/").status_code == 200  # no restart needed
+
+
+def test_responses_carry_a_content_security_policy(client: Client) -> None:
+    response = client.get("/login/")
+    assert response.status_code == 200
+    csp = response["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+
+
+def test_login_with_a_wrong_password_is_refused_with_a_message(client: Client, member: User) -> None:
+    response = client.post("/login/", {"username": "ada", "password": "wrong"})
+    assert response.status_code == 200
+    assert b"Please enter a correct username and password" in response.content
