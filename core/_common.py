@@ -1,0 +1,172 @@
+"""What every service shares: derived ids, argument checks, request ids, time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from .stores.base import NodeIndex, Schema, Tx
+
+E = TypeVar("E", bound=Enum)
+R = TypeVar("R", bound=BaseModel)
+
+#: The namespace of every derived id (uuid5), the same in every process and backend.
+NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://reviewer.invalid/ids")
+
+REQUEST_ID_MAX = 64
+
+
+def task_id(project_id: str, name: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"task\x1f{project_id}\x1f{name}"))
+
+
+def event_id(task: str, seq: int) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"event\x1f{task}\x1f{seq}"))
+
+
+def step_id(task: str, name: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"step\x1f{task}\x1f{name}"))
+
+
+def decision_id(task: str, choice_key: str, revision: int) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"decision\x1f{task}\x1f{choice_key}\x1f{revision}"))
+
+
+def request_node_id(project_id: str, request_id: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"request\x1f{project_id}\x1f{request_id}"))
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """Stored form of a time: UTC ISO-8601 with microseconds, sortable as text."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+# -- argument checks: wrong types raise ValueError before anything is written --
+
+
+def text(value: Any, field: str, *, allow_empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be a string, not {type(value).__name__}")
+    if "\x00" in value:
+        raise ValueError(f"{field} must not contain NUL characters")
+    if not allow_empty and not value.strip():
+        raise ValueError(f"{field} must not be blank")
+    return value
+
+
+def optional_text(value: Any, field: str) -> str | None:
+    return None if value is None else text(value, field)
+
+
+def text_list(value: Any, field: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise ValueError(f"{field} must be a list of strings")
+    return [text(item, f"{field} item") for item in value]
+
+
+def integer(value: Any, field: str, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field} must be an integer, not {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{field} must be at least {minimum}")
+    return value
+
+
+def enum_value(enum: type[E], value: Any, field: str) -> E:
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(member.value for member in enum)
+        raise ValueError(f"{field} must be one of {allowed}, not {value!r}") from None
+
+
+def clamp(limit: Any, default: int, maximum: int, field: str = "limit") -> int:
+    value = default if limit is None else integer(limit, field)
+    return max(1, min(maximum, value))
+
+
+def check_request_id(request_id: Any) -> bool:
+    """True when usable; False when it must be refused with invalid_request_id.
+    A value that is not a string at all is a programming error."""
+    if request_id is None:
+        return True
+    if not isinstance(request_id, str):
+        raise ValueError(f"request_id must be a string, not {type(request_id).__name__}")
+    return 1 <= len(request_id) <= REQUEST_ID_MAX and "\x00" not in request_id
+
+
+def fingerprint(operation: str, arguments: dict[str, Any]) -> str:
+    body = json.dumps({"op": operation, "args": arguments}, sort_keys=True, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+REQUEST_SCHEMA = Schema((NodeIndex("Request", ("id",), unique=True),))
+
+
+class Replay:
+    """The request-id part of a unit of work.
+
+    ``lookup`` reads the stored request in the unit; ``remember`` queues the
+    result into the same commit as the write it belongs to.
+    """
+
+    def __init__(self, project_id: str, request_id: str | None, operation: str, arguments: dict[str, Any]) -> None:
+        self.project_id = project_id
+        self.request_id = request_id
+        self.fingerprint = fingerprint(operation, arguments)
+
+    def lookup(self, tx: Tx) -> tuple[bool, str | None]:
+        """(seen, stored result JSON). seen with no JSON means: reused."""
+        if self.request_id is None:
+            return False, None
+        rows = tx.read(
+            "MATCH (r:Request {id: $id}) RETURN r.fingerprint AS fp, r.result AS result",
+            {"id": request_node_id(self.project_id, self.request_id)},
+        )
+        if not rows:
+            return False, None
+        if rows[0]["fp"] != self.fingerprint:
+            return True, None
+        return True, rows[0]["result"]
+
+    def remember(self, tx: Tx, result: BaseModel) -> None:
+        if self.request_id is None:
+            return
+        tx.write(
+            "CREATE (:Request {project_id: $p, id: $id, request_id: $rid, fingerprint: $fp, result: $result, at: $at})",
+            {
+                "p": self.project_id,
+                "id": request_node_id(self.project_id, self.request_id),
+                "rid": self.request_id,
+                "fp": self.fingerprint,
+                "result": result.model_dump_json(),
+                "at": iso(now()),
+            },
+        )
+
+
+def replayed(
+    tx: Tx,
+    replay: Replay,
+    result_type: type[R],
+    reused: Callable[[], R],
+) -> R | None:
+    """The stored result of an earlier identical request, a refusal for a
+    reused id, or None when the write should go ahead."""
+    seen, stored = replay.lookup(tx)
+    if not seen:
+        return None
+    if stored is None:
+        return reused()
+    return result_type.model_validate_json(stored)
