@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -50,6 +50,8 @@ from .models.write_result import CreateTaskResult, RecordEventResult, SetStepRes
 from .stores.base import GraphStore, NodeIndex, Schema, Tx
 
 __all__ = ["ConversationHistory"]
+
+R = TypeVar("R", RecordEventResult, SetStepResult)
 
 HISTORY_SCHEMA = (
     Schema(
@@ -127,6 +129,23 @@ class ConversationHistory:
         params = {"id": c.task_id(self.project_id, name)}
         rows = tx.read(query, params) if tx is not None else self.store.read(self.project_id, query, params)
         return rows[0] if rows else None
+
+    def _begin_task_write(
+        self, tx: Tx, task_name: str, replay: c.Replay, result_type: type[R]
+    ) -> tuple[R | None, dict[str, Any]]:
+        """The start of a write to an existing task: lock it, answer a
+        repeated request, refuse a missing task. Returns (answer, task row);
+        the write goes ahead when the answer is None."""
+        tx.lock("Task", c.task_id(self.project_id, task_name))
+        earlier = c.replayed(
+            tx, replay, result_type, lambda: result_type(recorded=False, error=WriteErrorCode.request_id_reused)
+        )
+        if earlier is not None:
+            return earlier, {}
+        task = self._task_row(tx, task_name)
+        if task is None:
+            return result_type(recorded=False, error=WriteErrorCode.task_not_found), {}
+        return None, task
 
     # -- tasks ------------------------------------------------------------
 
@@ -236,16 +255,9 @@ class ConversationHistory:
         tid = c.task_id(self.project_id, task_name)
 
         def work(tx: Tx) -> RecordEventResult:
-            tx.lock("Task", tid)
-            earlier = c.replayed(
-                tx, replay, RecordEventResult,
-                lambda: RecordEventResult(recorded=False, error=WriteErrorCode.request_id_reused),
-            )
+            earlier, task = self._begin_task_write(tx, task_name, replay, RecordEventResult)
             if earlier is not None:
                 return earlier
-            task = self._task_row(tx, task_name)
-            if task is None:
-                return RecordEventResult(recorded=False, error=WriteErrorCode.task_not_found)
             seq = task["event_seq"] + 1
             event = Event(
                 id=c.event_id(tid, seq), task_id=tid, seq=seq, kind=kind, role=role, name=name,
@@ -269,19 +281,24 @@ class ConversationHistory:
         task_name = c.text(task_name, "task_name")
         after_seq = c.integer(after_seq, "after_seq")
         limit = c.clamp(limit, 50, EVENTS_MAX)
-        if self._task_row(None, task_name) is None:
+        task = self._task_row(None, task_name)
+        if task is None:
             return EventPage(found=False)
+        # Numbers run from 1 with no gaps and ids derive from them, so a page
+        # is fetched by its ids: its cost does not grow with the log.
+        first = max(after_seq, 0) + 1
+        last = min(first + limit - 1, task["event_seq"])
+        if last < first:
+            return EventPage(found=True)
+        tid = task["id"]
         rows = self.store.read(
             self.project_id,
-            f"MATCH (e:Event {{task_id: $tid}}) WHERE e.seq > $after RETURN {_EVENT_FIELDS} ORDER BY e.seq LIMIT $n",
-            {"tid": c.task_id(self.project_id, task_name), "after": after_seq, "n": limit + 1},
+            f"UNWIND $ids AS id MATCH (e:Event {{id: id}}) RETURN {_EVENT_FIELDS} ORDER BY e.seq",
+            {"ids": [c.event_id(tid, seq) for seq in range(first, last + 1)]},
         )
-        events = [Event.model_validate(r) for r in rows[:limit]]
-        truncated = len(rows) > limit
-        return EventPage(
-            found=True, events=events, truncated=truncated,
-            next_after_seq=events[-1].seq if truncated else None,
-        )
+        events = [Event.model_validate(r) for r in rows]
+        truncated = last < task["event_seq"]
+        return EventPage(found=True, events=events, truncated=truncated, next_after_seq=last if truncated else None)
 
     def fetch_event(self, task_name: str, seq: int) -> EventLookup:
         task_name = c.text(task_name, "task_name")
@@ -329,16 +346,9 @@ class ConversationHistory:
         tid = c.task_id(self.project_id, task_name)
 
         def work(tx: Tx) -> SetStepResult:
-            tx.lock("Task", tid)
-            earlier = c.replayed(
-                tx, replay, SetStepResult,
-                lambda: SetStepResult(recorded=False, error=WriteErrorCode.request_id_reused),
-            )
+            earlier, task = self._begin_task_write(tx, task_name, replay, SetStepResult)
             if earlier is not None:
                 return earlier
-            task = self._task_row(tx, task_name)
-            if task is None:
-                return SetStepResult(recorded=False, error=WriteErrorCode.task_not_found)
             if result_event_seq is not None and not (1 <= result_event_seq <= task["event_seq"]):
                 return SetStepResult(recorded=False, error=WriteErrorCode.event_not_found)
             supports = resolve_step_supports(tx, self.project_id, inputs)

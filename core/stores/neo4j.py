@@ -89,7 +89,13 @@ class Neo4jStore(GraphStore):
         auth = (user, password or "") if user else None
         try:
             self._driver = GraphDatabase.driver(
-                uri, auth=auth, connection_timeout=5, max_transaction_retry_time=15
+                uri,
+                auth=auth,
+                connection_timeout=5,
+                max_transaction_retry_time=15,
+                # "property key does not exist" and the like on a fresh
+                # database are not worth a log line per query
+                notifications_min_severity="OFF",
             )
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, ValueError) as exc:
             raise GraphStoreError(f"bad Neo4j url {redact_url(url)}: {exc}") from exc
