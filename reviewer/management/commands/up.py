@@ -29,6 +29,11 @@ class Command(BaseCommand):
         parser.add_argument("--no-run", action="store_true", help="set up, then stop instead of serving")
 
     def handle(self, *args: Any, addrport: str, no_run: bool, **options: Any) -> None:
+        if os.environ.get("RUN_MAIN") == "true":
+            # runserver's autoreloader runs this command again in its child
+            # process: the setup is done, just serve.
+            call_command("runserver", addrport)
+            return
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         try:
