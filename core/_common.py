@@ -35,10 +35,6 @@ def step_id(task: str, name: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"step\x1f{task}\x1f{name}"))
 
 
-def decision_id(task: str, choice_key: str, revision: int) -> str:
-    return str(uuid.uuid5(NAMESPACE, f"decision\x1f{task}\x1f{choice_key}\x1f{revision}"))
-
-
 def request_node_id(project_id: str, request_id: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"request\x1f{project_id}\x1f{request_id}"))
 
@@ -67,12 +63,6 @@ def text(value: Any, field: str, *, allow_empty: bool = True) -> str:
 
 def optional_text(value: Any, field: str) -> str | None:
     return None if value is None else text(value, field)
-
-
-def text_list(value: Any, field: str) -> list[str]:
-    if isinstance(value, str) or not isinstance(value, (list, tuple)):
-        raise ValueError(f"{field} must be a list of strings")
-    return [text(item, f"{field} item") for item in value]
 
 
 def integer(value: Any, field: str, *, minimum: int | None = None) -> int:

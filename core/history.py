@@ -471,15 +471,12 @@ def step_validities(store: GraphStore, project_id: str, steps: list[Step]) -> di
     validity: dict[str, StepResultValidity] = {}
     event_ids: set[str] = set()
     decision_ids: set[str] = set()
-    documents: list[Any] = []
     for step in steps:
         for s in step.result_supports:
             if isinstance(s, EventSupport):
                 event_ids.add(str(s.event_id))
             elif isinstance(s, DecisionSupport):
                 decision_ids.add(str(s.decision_id))
-            else:
-                documents.append(s)
     events = {
         r["id"]: r
         for r in (

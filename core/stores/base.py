@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -211,6 +211,3 @@ class GraphStore(ABC):
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {redact_url(self.url)}>"
 
-
-def chunked(rows: Sequence[T], size: int) -> list[Sequence[T]]:
-    return [rows[i : i + size] for i in range(0, len(rows), size)]

@@ -10,7 +10,6 @@ it in ``MULTI``/``EXEC``. If any other client wrote to the graph in between,
 
 from __future__ import annotations
 
-import logging
 import random
 import re
 import threading
@@ -42,8 +41,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
     _IMPORT_ERROR: ImportError | None = exc
 else:
     _IMPORT_ERROR = None
-
-log = logging.getLogger(__name__)
 
 GRAPH_PREFIX = "reviewer:"
 _CONSTRAINT_WAIT_S = 30.0
@@ -315,14 +312,6 @@ class FalkorDBStore(GraphStore):
             raise GraphStoreError(f"cannot drop project {project_id!r}: {exc}") from exc
         self._graphs.pop(project_id, None)
         self._schema_done = {item for item in self._schema_done if item[0] != project_id}
-
-    def list_projects(self) -> list[str]:
-        try:
-            keys = self._redis.execute_command("GRAPH.LIST")
-        except redis.RedisError as exc:
-            raise GraphStoreError(f"cannot list graphs: {exc}") from exc
-        names = [k.decode() if isinstance(k, bytes) else k for k in keys]
-        return sorted(n[len(GRAPH_PREFIX) :] for n in names if n.startswith(GRAPH_PREFIX))
 
     def close(self) -> None:
         try:

@@ -137,6 +137,8 @@ class Neo4jStore(GraphStore):
         *,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> T:
+        # max_attempts is FalkorDB's bound on WATCH aborts; here the driver
+        # retries transient failures (deadlocks) for max_transaction_retry_time.
         def run(tx: Any) -> T:
             unit = _Neo4jTx(tx)
             result = work(unit)
@@ -204,8 +206,10 @@ class Neo4jStore(GraphStore):
     def ping(self) -> None:
         try:
             self._driver.verify_connectivity()
-        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError, ValueError) as exc:
-            raise self._wrap(exc) if not isinstance(exc, ValueError) else GraphStoreError(str(exc)) from exc
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise self._wrap(exc) from exc
+        except ValueError as exc:  # the driver's word for a malformed address
+            raise GraphStoreError(f"bad Neo4j url {redact_url(self.url)}: {exc}") from exc
 
     def drop_project(self, project_id: str) -> None:
         query = (
@@ -217,10 +221,6 @@ class Neo4jStore(GraphStore):
                 session.run(query, {"p": project_id}).consume()
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
-
-    def list_projects(self) -> list[str]:
-        rows = self.read("", "MATCH (t:Task) RETURN DISTINCT t.project_id AS p ORDER BY p")
-        return [row["p"] for row in rows]
 
     def close(self) -> None:
         self._driver.close()
@@ -234,6 +234,3 @@ def _name(prefix: str, label: str, properties: tuple[str, ...]) -> str:
 def _fulltext_name(label: str) -> str:
     return f"reviewer_ft_{label.lower()}"
 
-
-# Keep the names importable for type checkers even without the package.
-__all__ = ["Neo4jStore", "GraphStoreWriteConflictError", "DEFAULT_MAX_ATTEMPTS"]
