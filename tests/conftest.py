@@ -66,3 +66,20 @@ def project_id(store: GraphStore) -> Iterator[str]:
     pid = "t-" + uuid.uuid4().hex[:12]
     yield pid
     store.drop_project(pid)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say how many tests ran on each backend, so a CI log shows both."""
+    counts = {backend: {"passed": 0, "failed": 0} for backend in BACKENDS}
+    for outcome in ("passed", "failed", "error"):
+        for report in terminalreporter.stats.get(outcome, []):
+            if getattr(report, "when", "call") != "call" and outcome != "error":
+                continue
+            nodeid = getattr(report, "nodeid", "")
+            params = nodeid.rsplit("[", 1)[1].rstrip("]").split("-") if nodeid.endswith("]") else []
+            for backend in BACKENDS:
+                if backend in params:
+                    counts[backend]["passed" if outcome == "passed" else "failed"] += 1
+    terminalreporter.write_sep("-", "core tests per backend")
+    for backend, c in counts.items():
+        terminalreporter.write_line(f"on {backend}: {c['passed']} tests passed and {c['failed']} did not")
