@@ -35,6 +35,22 @@ def step_id(task: str, name: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"step\x1f{task}\x1f{name}"))
 
 
+def decision_id(task: str, choice_key: str, revision: int) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"decision\x1f{task}\x1f{choice_key}\x1f{revision}"))
+
+
+def choice_node_id(project_id: str, choice_key: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, f"choice\x1f{project_id}\x1f{choice_key}"))
+
+
+def is_uuid(value: Any) -> bool:
+    """True for a uuid in its canonical text form (any case)."""
+    try:
+        return str(uuid.UUID(value)) == value.lower()
+    except (ValueError, AttributeError, TypeError):
+        return False
+
+
 def request_node_id(project_id: str, request_id: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"request\x1f{project_id}\x1f{request_id}"))
 
@@ -133,15 +149,21 @@ class Replay:
     def remember(self, tx: Tx, result: BaseModel) -> None:
         if self.request_id is None:
             return
-        tx.write(
-            "CREATE (:Request {project_id: $p, id: $id, request_id: $rid, fingerprint: $fp, result: $result, at: $at})",
+        tx.write(*self.create_clause(result))
+
+    def create_clause(self, result: BaseModel) -> tuple[str, dict[str, Any]]:
+        """The ``CREATE`` of the request node holding ``result``; its
+        parameters are named ``rq_*`` so it can join another statement."""
+        return (
+            "CREATE (:Request {project_id: $rq_p, id: $rq_id, request_id: $rq_rid, fingerprint: $rq_fp, "
+            "result: $rq_result, at: $rq_at})",
             {
-                "p": self.project_id,
-                "id": request_node_id(self.project_id, self.request_id),
-                "rid": self.request_id,
-                "fp": self.fingerprint,
-                "result": result.model_dump_json(),
-                "at": iso(now()),
+                "rq_p": self.project_id,
+                "rq_id": request_node_id(self.project_id, self.request_id or ""),
+                "rq_rid": self.request_id,
+                "rq_fp": self.fingerprint,
+                "rq_result": result.model_dump_json(),
+                "rq_at": iso(now()),
             },
         )
 

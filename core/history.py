@@ -21,6 +21,7 @@ from .models.decision import (
     DecisionStatus,
     DecisionSupport,
     DecisionSupportInput,
+    DocumentSupport,
     DocumentSupportInput,
     EventSupport,
     EventSupportInput,
@@ -47,7 +48,14 @@ from .models.task import (
     TaskView,
 )
 from .models.write_result import CreateTaskResult, RecordEventResult, SetStepResult, WriteErrorCode
-from .stores.base import GraphStore, NodeIndex, Schema, Tx
+from .stores.base import (
+    GraphStore,
+    GraphStoreConstraintViolationError,
+    GraphStoreWriteConflictError,
+    NodeIndex,
+    Schema,
+    Tx,
+)
 
 __all__ = ["ConversationHistory"]
 
@@ -80,15 +88,17 @@ _TASK_FIELDS = (
     "t.id AS id, t.project_id AS project_id, t.name AS name, t.goal AS goal, t.status AS status, "
     "t.event_seq AS event_seq, t.author AS author, t.created_at AS created_at"
 )
+# A task keeps a count of its steps in each state, so the view's counts cost
+# nothing however many steps it has.
+_STEP_COUNT_FIELDS = ", ".join(f"coalesce(t.steps_{st.value}, 0) AS steps_{st.value}" for st in StepState)
+_EVENT_CREATE = (
+    "CREATE (:Event {id: $id, project_id: $p, task_id: $tid, seq: $seq, kind: $kind, role: $role, "
+    "name: $name, payload: $payload, payload_sha256: $sha, truncated: $truncated, author: $author, at: $at})"
+)
 _EVENT_FIELDS = (
     "e.id AS id, e.task_id AS task_id, e.seq AS seq, e.kind AS kind, e.role AS role, e.name AS name, "
     "e.payload AS payload, e.payload_sha256 AS payload_sha256, e.truncated AS truncated, "
     "e.author AS author, e.at AS at, e.redacted_at AS redacted_at"
-)
-_STEP_FIELDS = (
-    "s.id AS id, s.task_id AS task_id, s.name AS name, s.kind AS kind, s.state AS state, "
-    "s.result_event_seq AS result_event_seq, s.updated_seq AS updated_seq, "
-    "s.result_basis AS result_basis, s.result_supports AS result_supports"
 )
 
 
@@ -96,8 +106,12 @@ def _supports_from_json(raw: str | None) -> list[Support]:
     return _SUPPORTS.validate_json(raw) if raw else []
 
 
-def _step(row: dict[str, Any]) -> Step:
-    return Step.model_validate({**row, "result_supports": _supports_from_json(row.get("result_supports"))})
+_SUMMARY_KEYS = ("name", "kind", "state", "result_event_seq", "result_basis")
+# the step fields a view shows, as one map per step
+_STEP_MAP = (
+    "{name: s.name, kind: s.kind, state: s.state, result_event_seq: s.result_event_seq, "
+    "result_basis: s.result_basis, result_supports: s.result_supports}"
+)
 
 
 def parse_support_inputs(supports: Any, field: str = "supports") -> list[Any]:
@@ -121,11 +135,16 @@ class ConversationHistory:
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
         store.ensure_schema(self.project_id, HISTORY_SCHEMA)
+        # The last event number this object saw per task: record_event first
+        # tries one compare-and-set statement with it (one round trip), and
+        # falls back to a full unit of work when another writer got there first.
+        self._seq_hint: dict[str, int] = {}
 
     # -- reads used inside units ------------------------------------------
 
-    def _task_row(self, tx: Tx | None, name: str) -> dict[str, Any] | None:
-        query = f"MATCH (t:Task {{id: $id}}) RETURN {_TASK_FIELDS}"
+    def _task_row(self, tx: Tx | None, name: str, *, counts: bool = False) -> dict[str, Any] | None:
+        fields = f"{_TASK_FIELDS}, {_STEP_COUNT_FIELDS}" if counts else _TASK_FIELDS
+        query = f"MATCH (t:Task {{id: $id}}) RETURN {fields}"
         params = {"id": c.task_id(self.project_id, name)}
         rows = tx.read(query, params) if tx is not None else self.store.read(self.project_id, query, params)
         return rows[0] if rows else None
@@ -190,28 +209,25 @@ class ConversationHistory:
     def get_task(self, name: str) -> TaskLookup:
         """The bounded resume view: never an event body."""
         name = c.text(name, "name")
-        row = self._task_row(None, name)
-        if row is None:
+        # one round trip: the task, its step counts, and the first steps by
+        # name (sorted and cut before their fields are read)
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (t:Task {id: $id}) OPTIONAL MATCH (s:Step {task_id: $id}) "
+            "WITH t, s ORDER BY s.name LIMIT $n "
+            f"WITH t, collect({_STEP_MAP}) AS steps "
+            f"RETURN {_TASK_FIELDS}, {_STEP_COUNT_FIELDS}, steps",
+            {"id": c.task_id(self.project_id, name), "n": VIEW_STEPS + 1},
+        )
+        if not rows:
             return TaskLookup(found=False)
-        tid = row["id"]
-        shown = self.store.read(
-            self.project_id,
-            f"MATCH (s:Step {{task_id: $tid}}) RETURN {_STEP_FIELDS} ORDER BY s.name LIMIT $n",
-            {"tid": tid, "n": VIEW_STEPS + 1},
-        )
-        counts_rows = self.store.read(
-            self.project_id,
-            "MATCH (s:Step {task_id: $tid}) RETURN s.state AS state, count(s) AS n",
-            {"tid": tid},
-        )
+        row = rows[0]
+        shown = [s for s in row["steps"] if s["name"] is not None]
         steps_truncated = len(shown) > VIEW_STEPS
-        summaries = self._summaries([_step(r) for r in shown[:VIEW_STEPS]])
         steps: dict[StepState, list[StepSummary]] = {state: [] for state in StepState}
-        for summary in summaries:
+        for summary in self._summaries(shown[:VIEW_STEPS]):
             steps[summary.state].append(summary)
-        counts = {state: 0 for state in StepState}
-        for r in counts_rows:
-            counts[StepState(r["state"])] = r["n"]
+        counts = {state: row[f"steps_{state.value}"] for state in StepState}
         extra = self._decision_view(row["name"])
         view = TaskView(
             task_name=row["name"], goal=row["goal"], status=TaskStatus(row["status"]),
@@ -221,10 +237,39 @@ class ConversationHistory:
         return TaskLookup(found=True, view=view)
 
     def _decision_view(self, task_name: str) -> dict[str, Any]:
-        """Active decisions, review decisions and conflicts of the task. The
-        decision layer is not built yet (issue 4), so the view carries the
-        model's empty defaults."""
-        return {}
+        """Active decisions (newest first), those needing review, and the
+        conflicts that involve the task, each bounded as the seed says."""
+        from .decisions import decision_fields, read_decisions  # the decision layer builds on this one
+        from .decisions import DecisionTraces
+
+        tid = c.task_id(self.project_id, task_name)
+        counts = self.store.read(
+            self.project_id,
+            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+            "RETURN count(d) AS n, sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open",
+            {"tid": tid, "p": self.project_id},
+        )[0]
+        if not counts["n"]:
+            return {}
+        active = read_decisions(
+            self.store, self.project_id,
+            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+            f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {decision_fields()}",
+            {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
+        )
+        review = read_decisions(
+            self.store, self.project_id,
+            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.review_open = true "
+            f"WITH d ORDER BY d.flagged_at, d.id LIMIT $n RETURN {decision_fields()}",
+            {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
+        ) if counts["open"] else []
+        conflicts = DecisionTraces(self.store, project_id=self.project_id, agent_id=self.agent_id).list_conflicts(
+            task_name=task_name, max_groups=VIEW_CONFLICTS
+        )
+        return {
+            "decisions": active, "decision_count": counts["n"], "decisions_truncated": counts["n"] > len(active),
+            "review_decisions": review, "conflicts": conflicts.groups, "conflicts_truncated": conflicts.truncated,
+        }
 
     # -- events -----------------------------------------------------------
 
@@ -254,28 +299,51 @@ class ConversationHistory:
         )
         tid = c.task_id(self.project_id, task_name)
 
-        def work(tx: Tx) -> RecordEventResult:
-            earlier, task = self._begin_task_write(tx, task_name, replay, RecordEventResult)
-            if earlier is not None:
-                return earlier
-            seq = task["event_seq"] + 1
+        def new_event(seq: int) -> tuple[RecordEventResult, dict[str, Any]]:
             event = Event(
                 id=c.event_id(tid, seq), task_id=tid, seq=seq, kind=kind, role=role, name=name,
                 payload=stored, payload_sha256=sha, truncated=truncated, author=self.agent_id, at=c.now(),
             )
-            tx.write(
-                "MATCH (t:Task {id: $tid}) SET t.event_seq = $seq "
-                "CREATE (:Event {id: $id, project_id: $p, task_id: $tid, seq: $seq, kind: $kind, role: $role, "
-                "name: $name, payload: $payload, payload_sha256: $sha, truncated: $truncated, author: $author, at: $at})",
-                {"tid": tid, "seq": seq, "id": str(event.id), "p": self.project_id, "kind": kind.value,
-                 "role": role, "name": name, "payload": stored, "sha": sha, "truncated": truncated,
-                 "author": self.agent_id, "at": c.iso(event.at)},
-            )
-            result = RecordEventResult(recorded=True, event=event)
+            params = {
+                "tid": tid, "seq": seq, "id": str(event.id), "p": self.project_id, "kind": kind.value,
+                "role": role, "name": name, "payload": stored, "sha": sha, "truncated": truncated,
+                "author": self.agent_id, "at": c.iso(event.at),
+            }
+            return RecordEventResult(recorded=True, event=event), params
+
+        prev = self._seq_hint.get(tid) if self.store.fast_single_writes else None
+        if prev is not None:
+            result, params = new_event(prev + 1)
+            query = "MATCH (t:Task {id: $tid}) WHERE t.event_seq = $prev "
+            if request_id is not None:
+                query += "OPTIONAL MATCH (r:Request {id: $rq_id}) WITH t, r WHERE r IS NULL "
+            query += "SET t.event_seq = $seq " + _EVENT_CREATE
+            if request_id is not None:
+                clause, rq_params = replay.create_clause(result)
+                query += " " + clause
+                params.update(rq_params)
+            try:
+                applied = self.store.execute(self.project_id, query + " RETURN $seq AS seq", {**params, "prev": prev})
+            except (GraphStoreConstraintViolationError, GraphStoreWriteConflictError):
+                applied = []  # a racing writer took the number: the unit below sorts it out
+            if applied:
+                self._seq_hint[tid] = prev + 1
+                return result
+            self._seq_hint.pop(tid, None)
+
+        def work(tx: Tx) -> RecordEventResult:
+            earlier, task = self._begin_task_write(tx, task_name, replay, RecordEventResult)
+            if earlier is not None:
+                return earlier
+            result, params = new_event(task["event_seq"] + 1)
+            tx.write("MATCH (t:Task {id: $tid}) SET t.event_seq = $seq " + _EVENT_CREATE, params)
             replay.remember(tx, result)
             return result
 
-        return self.store.transact(self.project_id, work)
+        result = self.store.transact(self.project_id, work)
+        if result.recorded and result.event is not None:
+            self._seq_hint[tid] = result.event.seq
+        return result
 
     def list_events(self, task_name: str, *, after_seq: int = 0, limit: int = 50) -> EventPage:
         task_name = c.text(task_name, "task_name")
@@ -354,6 +422,14 @@ class ConversationHistory:
             supports = resolve_step_supports(tx, self.project_id, inputs)
             if supports is None:
                 return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
+            before = tx.read("MATCH (s:Step {id: $id}) RETURN s.state AS state", {"id": c.step_id(tid, name)})
+            old_state = before[0]["state"] if before else None
+            if old_state != state.value:
+                counts = [f"t.steps_{state.value} = coalesce(t.steps_{state.value}, 0) + 1"]
+                if old_state is not None:
+                    old = StepState(old_state).value
+                    counts.append(f"t.steps_{old} = coalesce(t.steps_{old}, 0) - 1")
+                tx.write(f"MATCH (t:Task {{id: $tid}}) SET {', '.join(counts)}", {"tid": tid})
             step = Step(
                 id=c.step_id(tid, name), task_id=tid, name=name, kind=kind, state=state,
                 result_event_seq=result_event_seq, updated_seq=task["event_seq"],
@@ -381,22 +457,25 @@ class ConversationHistory:
         limit = c.clamp(limit, 50, STEPS_MAX)
         rows = self.store.read(
             self.project_id,
-            f"MATCH (s:Step {{task_id: $tid}}) WHERE $after IS NULL OR s.name > $after "
-            f"RETURN {_STEP_FIELDS} ORDER BY s.name LIMIT $n",
+            "MATCH (s:Step {task_id: $tid}) WHERE $after IS NULL OR s.name > $after "
+            f"WITH s ORDER BY s.name LIMIT $n RETURN {_STEP_MAP} AS step",
             {"tid": c.task_id(self.project_id, task_name), "after": after_name, "n": limit + 1},
         )
-        summaries = self._summaries([_step(r) for r in rows[:limit]])
+        summaries = self._summaries([r["step"] for r in rows[:limit]])
         truncated = len(rows) > limit
         return StepPage(
             steps=summaries, truncated=truncated, next_after_name=summaries[-1].name if truncated else None
         )
 
-    def _summaries(self, steps: list[Step]) -> list[StepSummary]:
+    def _summaries(self, rows: list[dict[str, Any]]) -> list[StepSummary]:
+        """Summaries of stored steps (maps of ``_STEP_MAP``), with the
+        validity of their results checked again."""
+        steps = [{**r, "result_supports": _supports_from_json(r["result_supports"])} for r in rows]
         validity = step_validities(self.store, self.project_id, steps)
         return [
-            StepSummary(
-                name=s.name, kind=s.kind, state=s.state, result_event_seq=s.result_event_seq,
-                result_basis=s.result_basis, result_validity=validity[s.name], result_supports=s.result_supports,
+            StepSummary.model_validate(
+                {**{k: s[k] for k in _SUMMARY_KEYS}, "result_supports": s["result_supports"],
+                 "result_validity": validity[s["name"]]}
             )
             for s in steps
         ]
@@ -430,6 +509,11 @@ class ConversationHistory:
                 "SET s.state = 'unknown', s.updated_seq = $seq",
                 {"tid": tid, "seq": task["event_seq"]},
             )
+            tx.write(
+                "MATCH (t:Task {id: $tid}) SET t.steps_unknown = coalesce(t.steps_unknown, 0) + "
+                "coalesce(t.steps_in_progress, 0), t.steps_in_progress = 0",
+                {"tid": tid},
+            )
 
         self.store.transact(self.project_id, work)
         return self.steps_to_rerun(task_name)
@@ -461,18 +545,45 @@ def resolve_step_supports(tx: Tx, project_id: str, inputs: list[Any]) -> list[Su
                 return None
             supports.append(DecisionSupport(decision_id=rows[0]["id"]))
         elif isinstance(item, DocumentSupportInput):
-            # No knowledge layer yet (issue 4): no evidence id names a document.
-            return None
+            from .knowledge import chunk_id, decode_evidence_id, version_id
+
+            try:
+                ref = decode_evidence_id(item.evidence_id)
+            except ValueError:
+                return None
+            doc_id = str(ref.document_node_id)
+            rows = tx.read(
+                "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p "
+                "MATCH (d:Document {id: v.document_id}) WHERE d.deleted_at IS NULL "
+                "RETURN v.key AS key, v.content_hash AS hash",
+                {"vid": version_id(doc_id, ref.activation_seq), "p": project_id},
+            )
+            if not rows:
+                return None
+            supports.append(
+                DocumentSupport(
+                    evidence_id=item.evidence_id, document_key=rows[0]["key"], document_node_id=doc_id,
+                    content_hash_prefix=rows[0]["hash"][:16], content_hash=rows[0]["hash"],
+                    reference_kind=ref.kind, char_start=ref.char_start, char_end=ref.char_end,
+                    chunk_id=chunk_id(doc_id, ref.activation_seq, ref.chunk_index)
+                    if ref.chunk_index is not None else None,
+                    recorded_activation_seq=ref.activation_seq,
+                )
+            )
     return supports
 
 
-def step_validities(store: GraphStore, project_id: str, steps: list[Step]) -> dict[str, StepResultValidity]:
-    """Check the supports of completed step results again (seed 000, "Steps")."""
+def step_validities(
+    store: GraphStore, project_id: str, steps: list[dict[str, Any]]
+) -> dict[str, StepResultValidity]:
+    """Check the supports of completed step results again (seed 000, "Steps").
+    ``steps``: maps with ``name``, ``state``, ``result_basis`` (stored
+    strings) and ``result_supports`` (parsed)."""
     validity: dict[str, StepResultValidity] = {}
     event_ids: set[str] = set()
     decision_ids: set[str] = set()
     for step in steps:
-        for s in step.result_supports:
+        for s in step["result_supports"]:
             if isinstance(s, EventSupport):
                 event_ids.add(str(s.event_id))
             elif isinstance(s, DecisionSupport):
@@ -503,21 +614,35 @@ def step_validities(store: GraphStore, project_id: str, steps: list[Step]) -> di
             else []
         )
     }
-    # Document supports are checked by the knowledge layer (issue 4); until
-    # then none can be stored, and an unknown one reads as unavailable.
-    doc_states: dict[str, StepResultValidity] = {}
+    doc_ids = sorted(
+        {str(s.document_node_id) for step in steps for s in step["result_supports"] if isinstance(s, DocumentSupport)}
+    )
+    documents = {
+        r["id"]: r
+        for r in (
+            store.read(
+                project_id,
+                "UNWIND $ids AS id MATCH (d:Document {id: id}) WHERE d.project_id = $p "
+                "RETURN d.id AS id, d.activation_seq AS seq, d.deleted_at AS deleted_at",
+                {"ids": doc_ids, "p": project_id},
+            )
+            if doc_ids
+            else []
+        )
+    }
     for step in steps:
-        if step.state is not StepState.completed:
-            validity[step.name] = StepResultValidity.unknown
+        name = step["name"]
+        if step["state"] != StepState.completed.value:
+            validity[name] = StepResultValidity.unknown
             continue
-        if step.result_basis is StepResultBasis.independent:
-            validity[step.name] = StepResultValidity.reusable
+        if step["result_basis"] == StepResultBasis.independent.value:
+            validity[name] = StepResultValidity.reusable
             continue
-        if step.result_basis is StepResultBasis.unknown or not step.result_supports:
-            validity[step.name] = StepResultValidity.unknown
+        if step["result_basis"] == StepResultBasis.unknown.value or not step["result_supports"]:
+            validity[name] = StepResultValidity.unknown
             continue
         verdict = StepResultValidity.reusable
-        for s in step.result_supports:
+        for s in step["result_supports"]:
             if isinstance(s, EventSupport):
                 event = events.get(str(s.event_id))
                 if event is None or event["redacted_at"] is not None or event["truncated"]:
@@ -531,11 +656,11 @@ def step_validities(store: GraphStore, project_id: str, steps: list[Step]) -> di
                 if decision["status"] != DecisionStatus.active.value or decision["review_state"] != ReviewState.clear.value:
                     verdict = StepResultValidity.needs_review
             else:
-                state = doc_states.get(s.evidence_id, StepResultValidity.unavailable)
-                if state is StepResultValidity.unavailable:
+                doc = documents.get(str(s.document_node_id))
+                if doc is None or doc["deleted_at"] is not None:
                     verdict = StepResultValidity.unavailable
                     break
-                if state is StepResultValidity.needs_review:
+                if doc["seq"] != s.recorded_activation_seq:
                     verdict = StepResultValidity.needs_review
-        validity[step.name] = verdict
+        validity[name] = verdict
     return validity

@@ -17,6 +17,7 @@ __all__ = [
     "DocumentSupportInput", "EventSupportInput", "DecisionSupportInput", "SupportInput",
     "Decision", "DecisionPage", "DecisionPageLookup", "DecisionLookup", "DecisionReviewList",
     "SupportHistoryPage", "DecisionHit", "ConflictGroup", "ConflictList", "MAX_SUPPORTS",
+    "ReviewProgress", "Revision",
 ]
 
 #: A decision (or a supported step result) cites at most this many supports.
@@ -173,3 +174,21 @@ class ConflictGroup(Model):
 class ConflictList(Model):
     groups: list[ConflictGroup] = []
     truncated: bool = False
+
+
+class ReviewProgress(Model):
+    """What one ``continue_decision_review`` call did (not in the seed, which
+    leaves the return value open)."""
+
+    moved: int
+    flagged: list[str] = []
+    cleared: list[str] = []
+    remaining: int = 0
+
+
+class Revision(Model):
+    """One revision of a choice, with the explanation that made it replace the
+    revision before (None for the first)."""
+
+    decision: Decision
+    explanation: str | None = None

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import Enum
 
 from ._base import Model
 
-__all__ = ["RetentionErrorCode", "RetentionResult"]
+__all__ = ["RetentionErrorCode", "RetentionResult", "ActivityEntry", "TaskDeletionPreview"]
 
 
 class RetentionErrorCode(str, Enum):
@@ -20,3 +21,27 @@ class RetentionResult(Model):
     recorded: bool
     error: RetentionErrorCode | None = None
     affected_decision_ids: list[str] = []
+
+
+class ActivityEntry(Model):
+    """Who did what to which record, when and why. Kept apart from the records
+    it names, so deleting them does not erase it."""
+
+    id: str
+    at: datetime
+    actor: str
+    action: str
+    target_kind: str
+    target_id: str
+    summary: str
+    reason: str | None = None
+
+
+class TaskDeletionPreview(Model):
+    """What ``delete_task`` would remove and flag, for a confirmation page."""
+
+    found: bool
+    events: int = 0
+    steps: int = 0
+    decisions: int = 0
+    flagged_decision_ids: list[str] = []

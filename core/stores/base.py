@@ -158,6 +158,11 @@ class GraphStore(ABC):
     #: "falkordb" or "neo4j"
     backend: str
     url: str
+    #: Whether a compare-and-set ``execute`` is cheaper than a unit of work.
+    #: On FalkorDB a unit costs three round trips and ``execute`` one; on
+    #: Neo4j both are one transaction, and racing compare-and-set statements
+    #: wait on each other's locks, so services use units there.
+    fast_single_writes: bool = False
 
     @abstractmethod
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
@@ -172,6 +177,15 @@ class GraphStore(ABC):
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> T:
         """Run a unit of work; see the module docstring."""
+
+    @abstractmethod
+    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        """One write statement, applied whole or not at all, with its rows.
+
+        A fast path for writes that can check their own precondition in the
+        statement (compare-and-set): no reads before it, one round trip.
+        Uniqueness violations raise :class:`GraphStoreConstraintViolationError`
+        and are not retried here."""
 
     def write(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> None:
         """One write statement as a unit of its own."""
@@ -189,6 +203,11 @@ class GraphStore(ABC):
     def fulltext_query(self, label: str, var: str) -> str:
         """Cypher text that yields ``var`` (a node) and ``score`` for a
         full-text search over ``label`` with the ``$q`` parameter."""
+
+    @abstractmethod
+    def fulltext_expression(self, words: list[str]) -> str:
+        """The ``$q`` value that matches nodes containing every word
+        (``words`` are ``\\w+`` tokens, so nothing needs escaping)."""
 
     @abstractmethod
     def ping(self) -> None:

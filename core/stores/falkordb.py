@@ -2,7 +2,7 @@
 
 FalkorDB runs each query atomically but has no multi-statement transaction.
 A unit of work therefore reads on a connection that ``WATCH``es the project's
-graph key, folds its writes into one statement (``CALL { w1 } CALL { w2 }``;
+graph key, folds its writes into one statement (``w1 WITH count(*) AS _w0 w2``;
 one FalkorDB query is applied whole or, on any error, not at all), and sends
 it in ``MULTI``/``EXEC``. If any other client wrote to the graph in between,
 ``EXEC`` aborts with nothing applied and the unit runs again.
@@ -80,6 +80,7 @@ class _FalkorTx(Tx):
 
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
+    fast_single_writes = True
 
     def __init__(
         self,
@@ -150,6 +151,10 @@ class FalkorDBStore(GraphStore):
         if isinstance(raw, Exception):
             raise self._translate(raw, query)
         try:
+            return _compact_rows(raw)
+        except _NotScalar:
+            pass  # nodes, edges, paths, temporal values: the client's parser
+        try:
             result = QueryResult(graph, raw)
         except redis.ResponseError as exc:
             raise self._translate(exc, query) from exc
@@ -169,6 +174,10 @@ class FalkorDBStore(GraphStore):
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         graph = self._graph(project_id)
         return self._run(self._redis.execute_command, graph, query, params or {}, read_only=True)
+
+    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        graph = self._graph(project_id)
+        return self._run(self._redis.execute_command, graph, query, params or {}, read_only=False)
 
     def transact(
         self,
@@ -299,6 +308,10 @@ class FalkorDBStore(GraphStore):
     def fulltext_query(self, label: str, var: str) -> str:
         return f"CALL db.idx.fulltext.queryNodes('{label}', $q) YIELD node AS {var}, score"
 
+    def fulltext_expression(self, words: list[str]) -> str:
+        # RediSearch: space-separated terms must all match
+        return " ".join(words)
+
     def ping(self) -> None:
         try:
             self._redis.ping()
@@ -324,9 +337,14 @@ class FalkorDBStore(GraphStore):
 
 def combine_writes(writes: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[str, Any]]:
     """Fold a unit's writes into one statement, which FalkorDB applies whole
-    or (on any error) not at all: ``CALL { w1 } CALL { w2 } ... RETURN 1``.
-    Each write's parameters are renamed ``$wN_name`` so they cannot collide.
-    A write must not end in ``RETURN``."""
+    or (on any error) not at all: ``w1 WITH count(*) AS _w0 w2 ... RETURN 1``.
+
+    The aggregation between two writes ends the first one's scope and makes
+    it complete before the next begins, so a later write sees what an earlier
+    one created, as in a Neo4j transaction (FalkorDB's ``CALL {}`` subqueries
+    do not see each other's writes). A write that matches nothing does not
+    stop the next. Parameters are renamed ``$wN_name`` so they cannot
+    collide. A write must not end in ``RETURN``."""
     if len(writes) == 1:
         return writes[0]
     parts: list[str] = []
@@ -336,8 +354,47 @@ def combine_writes(writes: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[
         for name in sorted(params, key=len, reverse=True):
             text = re.sub(rf"\${re.escape(name)}\b", f"$w{i}_{name}", text)
             merged[f"w{i}_{name}"] = params[name]
-        parts.append(f"CALL {{ {text} }}")
-    return " ".join(parts) + " RETURN 1", merged
+        parts.append(text)
+    return " ".join(f"{part} WITH count(*) AS _w{i}" for i, part in enumerate(parts)) + " RETURN 1", merged
+
+
+class _NotScalar(Exception):
+    """A compact reply holds a value the fast parser leaves to the client."""
+
+
+def _compact_value(cell: Any) -> Any:
+    kind, value = cell[0], cell[1]
+    if kind == 2:  # string
+        return value.decode() if isinstance(value, bytes) else value
+    if kind == 3:  # integer
+        return int(value)
+    if kind == 1:  # null
+        return None
+    if kind == 4:  # boolean
+        return value in ("true", b"true")
+    if kind == 5:  # double
+        return float(value)
+    if kind == 6:  # array
+        return [_compact_value(v) for v in value]
+    if kind == 10:  # map: key, value, key, value ...
+        return {
+            (value[i].decode() if isinstance(value[i], bytes) else value[i]): _compact_value(value[i + 1])
+            for i in range(0, len(value), 2)
+        }
+    raise _NotScalar
+
+
+def _compact_rows(raw: Any) -> list[Row]:
+    """Rows of a ``--compact`` reply holding only scalars, lists and maps:
+    several times faster than the client's general parser."""
+    if len(raw) < 3:  # a write without RETURN: statistics only
+        return []
+    names = [col[1].decode() if isinstance(col[1], bytes) else col[1] for col in raw[0]]
+    # strings (2) and integers (3) are most cells: no call for them
+    return [
+        dict(zip(names, [v if t == 2 or t == 3 else _compact_value((t, v)) for t, v in row]))
+        for row in raw[1]
+    ]
 
 
 def _plain(value: Any) -> Any:

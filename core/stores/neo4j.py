@@ -130,6 +130,20 @@ class Neo4jStore(GraphStore):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
 
+    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        try:
+            with self._session(write=True) as session, session.begin_transaction() as tx:
+                rows = [_plain_row(r) for r in tx.run(query, dict(params or {}))]
+                tx.commit()
+                return rows
+        except neo4j_errors.TransientError as exc:
+            raise GraphStoreWriteConflictError(f"Neo4j refused the transaction: {exc.message}") from exc
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, neo4j_errors.ConstraintError):
+                raise self._wrap(cause) from exc
+            raise self._wrap(exc) from exc
+
     def transact(
         self,
         project_id: str,
@@ -202,6 +216,10 @@ class Neo4jStore(GraphStore):
 
     def fulltext_query(self, label: str, var: str) -> str:
         return f"CALL db.index.fulltext.queryNodes('{_fulltext_name(label)}', $q) YIELD node AS {var}, score"
+
+    def fulltext_expression(self, words: list[str]) -> str:
+        # Lucene: every term required
+        return " AND ".join(words)
 
     def ping(self) -> None:
         try:

@@ -206,6 +206,34 @@ def test_a_request_id_reused_with_other_arguments_is_refused(history: Conversati
     assert history.get_task("x").found is False
 
 
+def test_writers_with_stale_views_still_number_without_gaps(
+    store: GraphStore, project_id: str, history: ConversationHistory, task: str
+) -> None:
+    # Each object first tries the number it last saw; the other one has
+    # moved on every time, so every write also exercises the fallback.
+    other = ConversationHistory(store, project_id=project_id, agent_id="critic")
+    for i in range(10):
+        assert history.record_event(task, kind="note", payload=f"a{i}", request_id=f"a{i}").recorded
+        assert other.record_event(task, kind="note", payload=f"b{i}", request_id=f"b{i}").recorded
+    # and the replays still answer with the stored result from either side
+    again = other.record_event(task, kind="note", payload="a3", request_id="a3")
+    assert again.event is not None and again.event.seq == 7 and again.event.author == "planner"
+    events = history.list_events(task, limit=200).events
+    assert [e.seq for e in events] == list(range(1, 21))
+    assert sorted(e.payload for e in events) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
+
+
+def test_a_repeated_request_on_a_busy_task_writes_once(history: ConversationHistory, task: str) -> None:
+    for i in range(3):
+        history.record_event(task, kind="note", payload=f"warm {i}")
+    first = history.record_event(task, kind="message", role="user", payload="hi", request_id="busy")
+    assert first.recorded and first.event is not None and first.event.seq == 4
+    assert history.record_event(task, kind="message", role="user", payload="hi", request_id="busy") == first
+    refused = history.record_event(task, kind="message", role="user", payload="bye", request_id="busy")
+    assert refused.error is WriteErrorCode.request_id_reused
+    assert history.record_event(task, kind="note", payload="next").event.seq == 5
+
+
 @pytest.mark.parametrize("bad", ["", "x" * 65])
 def test_an_empty_or_long_request_id_is_refused(history: ConversationHistory, task: str, bad: str) -> None:
     assert history.record_event(task, kind="note", payload="a", request_id=bad).error is WriteErrorCode.invalid_request_id
@@ -422,3 +450,22 @@ def test_resume_marks_in_progress_steps_unknown_and_lists_what_to_rerun(history:
     view = history.get_task(task).view
     assert view is not None and view.step_counts[StepState.in_progress] == 0
     assert history.resume_task("missing") == []
+
+
+def test_step_counts_follow_every_change(history: ConversationHistory, task: str) -> None:
+    moves = [("a", "not_started"), ("b", "in_progress"), ("a", "in_progress"), ("c", "completed"),
+             ("b", "completed"), ("d", "in_progress"), ("c", "completed"), ("e", "failed")]
+    for name, state in moves:
+        history.set_step(task, name=name, state=state)
+    history.resume_task(task)  # a and d: in_progress -> unknown
+
+    def counted() -> dict[StepState, int]:
+        view = history.get_task(task).view
+        assert view is not None
+        return view.step_counts
+
+    actual = {state: 0 for state in StepState}
+    for step in history.list_steps(task).steps:
+        actual[step.state] += 1
+    assert counted() == actual
+    assert actual[StepState.unknown] == 2 and actual[StepState.completed] == 2 and actual[StepState.in_progress] == 0

@@ -41,6 +41,37 @@ def test_unit_commits_every_write_together(store: GraphStore, items: str) -> Non
     assert rows == [{"id": "a", "label": "x"}, {"id": "b", "label": None}, {"id": "c", "label": None}]
 
 
+def test_later_writes_of_a_unit_see_earlier_ones(store: GraphStore, items: str) -> None:
+    # decisions are created, then linked to what they cite, in one unit
+    def work(tx: Tx) -> None:
+        tx.write("CREATE (:Item {project_id: $p, id: 'parent'})", {"p": items})
+        tx.write("MATCH (n:Item {project_id: $p, id: 'nothing'}) SET n.label = 'never'", {"p": items})
+        tx.write(
+            "MATCH (a:Item {project_id: $p, id: 'parent'}) UNWIND $kids AS k "
+            "CREATE (a)-[:HAS]->(:Item {project_id: $p, id: k})",
+            {"p": items, "kids": ["k1", "k2"]},
+        )
+        tx.write("MATCH (a:Item {project_id: $p, id: 'parent'}) SET a.label = 'seen'", {"p": items})
+
+    store.transact(items, work)
+    rows = store.read(
+        items,
+        "MATCH (a:Item {project_id: $p, id: 'parent'})-[:HAS]->(k:Item) RETURN a.label AS label, k.id AS kid ORDER BY kid",
+        {"p": items},
+    )
+    assert rows == [{"label": "seen", "kid": "k1"}, {"label": "seen", "kid": "k2"}]
+
+
+def test_execute_applies_one_statement_and_returns_its_rows(store: GraphStore, items: str) -> None:
+    store.write(items, "CREATE (:Item {project_id: $p, id: 'c', n: 1})", {"p": items})
+    swap = "MATCH (n:Item {project_id: $p, id: 'c'}) WHERE n.n = $old SET n.n = $new RETURN n.n AS n"
+    assert store.execute(items, swap, {"p": items, "old": 1, "new": 2}) == [{"n": 2}]
+    assert store.execute(items, swap, {"p": items, "old": 1, "new": 3}) == []  # precondition no longer holds
+    with pytest.raises(GraphStoreConstraintViolationError):
+        store.execute(items, "CREATE (:Item {project_id: $p, id: 'c'})", {"p": items})
+    assert count(store, items) == 1
+
+
 def test_unit_whose_later_write_fails_applies_nothing(store: GraphStore, items: str) -> None:
     store.write(items, "CREATE (:Item {project_id: $p, id: 'taken'})", {"p": items})
 

@@ -1,0 +1,412 @@
+"""The knowledge layer that decisions cite: documents by a stable key, their
+versions, chunks, canonical evidence ids, and fetch (seed 001, "Verdicts and
+source states"; ARCHITECTURE.md, "The public API of the core").
+
+A document has one version per distinct text it has had. Each version keeps
+its text (so a superseded passage can still be read), its SHA-256 content
+hash, its activation sequence (1, then one more at every new current version)
+and the offsets of its chunks. An evidence id names a span (character offsets)
+or a chunk of one version:
+
+    span:<document node id>:<activation seq>:<char_start>-<char_end>
+    chunk:<document node id>:<activation seq>:<chunk index>
+
+An update flags the active decisions that cite an older version
+(``source_changed``); a delete flags every active decision that cites the
+document (``source_removed``); both queue the decisions that depend on them
+for ``DecisionTraces.continue_decision_review``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from typing import Any
+
+from . import _common as c
+from . import _review
+from .models.decision import EvidenceKind, ReviewReason
+from .models.knowledge import (
+    DocumentErrorCode,
+    DocumentInfo,
+    DocumentVersion,
+    DocumentWriteResult,
+    EvidenceRef,
+    FetchResult,
+    FetchStatus,
+    MalformedEvidenceIdError,
+    SourceState,
+    VersionStatus,
+)
+from .stores.base import GraphStore, NodeIndex, Schema, Tx
+
+__all__ = [
+    "Graph", "encode_span", "encode_chunk", "decode_evidence_id", "chunk_offsets", "document_node_id",
+    "chunk_id", "MalformedEvidenceIdError", "CHUNK_TARGET",
+]
+
+KNOWLEDGE_SCHEMA = Schema(
+    (
+        NodeIndex("Document", ("id",), unique=True),
+        NodeIndex("Document", ("project_id",)),
+        NodeIndex("DocVersion", ("id",), unique=True),
+        NodeIndex("DocVersion", ("document_id",)),
+    )
+)
+
+#: Chunks end at a paragraph break when one falls before this many characters.
+CHUNK_TARGET = 1200
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_NUM = r"(?:0|[1-9][0-9]{0,17})"
+_SPAN = re.compile(rf"span:({_UUID}):({_NUM}):({_NUM})-({_NUM})")
+_CHUNK = re.compile(rf"chunk:({_UUID}):({_NUM}):({_NUM})")
+
+_VERSION_FIELDS = (
+    "v.key AS document_key, v.document_id AS document_node_id, v.activation_seq AS activation_seq, "
+    "v.content_hash AS content_hash, v.length AS length, size(v.chunk_starts) AS chunk_count, "
+    "v.created_at AS created_at, v.author AS author, v.superseded_at AS superseded_at"
+)
+
+
+# -- ids -----------------------------------------------------------------------
+
+
+def document_node_id(project_id: str, key: str) -> str:
+    return str(uuid.uuid5(c.NAMESPACE, f"document\x1f{project_id}\x1f{key}"))
+
+
+def version_id(document_id: str, activation_seq: int) -> str:
+    return str(uuid.uuid5(c.NAMESPACE, f"version\x1f{document_id}\x1f{activation_seq}"))
+
+
+def chunk_id(document_id: str, activation_seq: int, index: int) -> str:
+    return str(uuid.uuid5(c.NAMESPACE, f"chunk\x1f{version_id(document_id, activation_seq)}\x1f{index}"))
+
+
+def encode_span(document_id: str | uuid.UUID, activation_seq: int, char_start: int, char_end: int) -> str:
+    """The canonical evidence id of ``text[char_start:char_end]`` of one version."""
+    if not (0 <= char_start < char_end) or activation_seq < 1:
+        raise MalformedEvidenceIdError(
+            f"a span needs 0 <= start < end and a version from 1, not {char_start}-{char_end} of version {activation_seq}"
+        )
+    return f"span:{uuid.UUID(str(document_id))}:{activation_seq}:{char_start}-{char_end}"
+
+
+def encode_chunk(document_id: str | uuid.UUID, activation_seq: int, index: int) -> str:
+    if index < 0 or activation_seq < 1:
+        raise MalformedEvidenceIdError(f"no chunk {index} of version {activation_seq}")
+    return f"chunk:{uuid.UUID(str(document_id))}:{activation_seq}:{index}"
+
+
+def decode_evidence_id(evidence_id: Any) -> EvidenceRef:
+    """Decode a canonical evidence id; anything else raises
+    :class:`MalformedEvidenceIdError` (also an empty or reversed range)."""
+    if not isinstance(evidence_id, str):
+        raise MalformedEvidenceIdError("an evidence id is a string")
+    span = _SPAN.fullmatch(evidence_id)
+    if span:
+        doc, seq, start, end = span.group(1), int(span.group(2)), int(span.group(3)), int(span.group(4))
+        if start >= end:
+            raise MalformedEvidenceIdError(f"the range {start}-{end} is empty or reversed")
+        if seq < 1:
+            raise MalformedEvidenceIdError("versions are numbered from 1")
+        return EvidenceRef(kind=EvidenceKind.span, document_node_id=doc, activation_seq=seq, char_start=start, char_end=end)
+    chunk = _CHUNK.fullmatch(evidence_id)
+    if chunk:
+        doc, seq, index = chunk.group(1), int(chunk.group(2)), int(chunk.group(3))
+        if seq < 1:
+            raise MalformedEvidenceIdError("versions are numbered from 1")
+        return EvidenceRef(kind=EvidenceKind.chunk, document_node_id=doc, activation_seq=seq, chunk_index=index)
+    raise MalformedEvidenceIdError(f"not an evidence id: {evidence_id[:80]!r}")
+
+
+def chunk_offsets(text: str, target: int = CHUNK_TARGET) -> list[int]:
+    """Start offsets of the chunks of ``text``: consecutive, covering it all,
+    never changing it. A chunk ends after a paragraph break (a blank line)
+    when one falls within ``target`` characters, else after the last
+    whitespace, else at ``target``."""
+    starts: list[int] = []
+    pos = 0
+    while pos < len(text):
+        starts.append(pos)
+        if len(text) - pos <= target:
+            break
+        window = text[pos : pos + target]
+        cut = window.rfind("\n\n")
+        if cut > 0:
+            end = pos + cut + 2
+        else:
+            space = max(window.rfind(" "), window.rfind("\n"))
+            end = pos + space + 1 if space > 0 else pos + target
+        pos = end
+    return starts
+
+
+def _chunk_range(starts: list[int], length: int, index: int) -> tuple[int, int] | None:
+    if not 0 <= index < len(starts):
+        return None
+    return starts[index], starts[index + 1] if index + 1 < len(starts) else length
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# -- the service ---------------------------------------------------------------------
+
+
+class Graph:
+    """Documents of one project, as the decisions of that project cite them."""
+
+    def __init__(self, store: GraphStore, *, project_id: str, agent_id: str | None = None) -> None:
+        self.store = store
+        self.project_id = c.text(project_id, "project_id", allow_empty=False)
+        self.agent_id = c.optional_text(agent_id, "agent_id")
+        store.ensure_schema(self.project_id, KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA)
+
+    # -- writes -----------------------------------------------------------
+
+    def add(self, key: str, text: str) -> DocumentWriteResult:
+        """A new document. The same key with the same text returns the
+        current version; with another text it is refused (use ``update``).
+        A deleted key can be added again: it continues its versions."""
+        return self._write(key, text, mode="add")
+
+    def update(self, key: str, text: str) -> DocumentWriteResult:
+        """A new current version. The same text as the current one changes
+        nothing. Active decisions citing an older version are flagged."""
+        return self._write(key, text, mode="update")
+
+    def _write(self, key: str, text: str, *, mode: str) -> DocumentWriteResult:
+        key = c.text(key, "key", allow_empty=False)
+        text = c.text(text, "text")
+        digest = content_hash(text)
+        doc_id = document_node_id(self.project_id, key)
+        starts = chunk_offsets(text)
+
+        def work(tx: Tx) -> DocumentWriteResult:
+            tx.lock("Document", doc_id)
+            rows = tx.read(
+                "MATCH (d:Document {id: $id}) RETURN d.activation_seq AS seq, d.content_hash AS hash, "
+                "d.deleted_at AS deleted_at",
+                {"id": doc_id},
+            )
+            doc = rows[0] if rows else None
+            live = doc is not None and doc["deleted_at"] is None
+            if mode == "add" and live:
+                if doc["hash"] != digest:
+                    return DocumentWriteResult(recorded=False, error=DocumentErrorCode.document_exists)
+                return DocumentWriteResult(recorded=True, version=self._version(tx, doc_id, doc["seq"]))
+            if mode == "update" and not live:
+                return DocumentWriteResult(recorded=False, error=DocumentErrorCode.document_not_found)
+            if live and doc["hash"] == digest:
+                return DocumentWriteResult(recorded=True, version=self._version(tx, doc_id, doc["seq"]))
+            seq = (doc["seq"] if doc else 0) + 1
+            at = c.iso(c.now())
+            flagged: list[str] = []
+            if doc is not None and live:
+                flagged = [
+                    r["id"]
+                    for r in tx.read(
+                        "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
+                        "WHERE d.status = 'active' AND r.seq < $seq RETURN DISTINCT d.id AS id",
+                        {"id": doc_id, "seq": seq},
+                    )
+                ]
+            if doc is None:
+                tx.write(
+                    "CREATE (:Document {id: $id, project_id: $p, key: $key, activation_seq: $seq, "
+                    "content_hash: $hash, created_at: $at, updated_at: $at})",
+                    {"id": doc_id, "p": self.project_id, "key": key, "seq": seq, "hash": digest, "at": at},
+                )
+            else:
+                tx.write(
+                    "MATCH (d:Document {id: $id}) SET d.activation_seq = $seq, d.content_hash = $hash, "
+                    "d.updated_at = $at, d.deleted_at = null",
+                    {"id": doc_id, "seq": seq, "hash": digest, "at": at},
+                )
+                tx.write(
+                    "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
+                    {"id": doc_id, "at": at},
+                )
+            tx.write(
+                "CREATE (:DocVersion {id: $vid, project_id: $p, document_id: $id, key: $key, activation_seq: $seq, "
+                "content_hash: $hash, text: $text, length: $length, chunk_starts: $starts, created_at: $at, "
+                "author: $author})",
+                {"vid": version_id(doc_id, seq), "p": self.project_id, "id": doc_id, "key": key, "seq": seq,
+                 "hash": digest, "text": text, "length": len(text), "starts": starts, "at": at,
+                 "author": self.agent_id},
+            )
+            if flagged:
+                _review.flag(tx, flagged, ReviewReason.source_changed, f"document:{key}:{seq}", at)
+            version = DocumentVersion(
+                document_key=key, document_node_id=doc_id, activation_seq=seq, content_hash=digest,
+                length=len(text), chunk_count=len(starts), created_at=at, author=self.agent_id,
+            )
+            return DocumentWriteResult(recorded=True, version=version, flagged_decision_ids=sorted(flagged))
+
+        return self.store.transact(self.project_id, work)
+
+    def delete(self, key: str) -> DocumentWriteResult:
+        """The document is gone from the graph's current state (its versions
+        are kept for the record); every active decision citing it is flagged."""
+        key = c.text(key, "key", allow_empty=False)
+        doc_id = document_node_id(self.project_id, key)
+
+        def work(tx: Tx) -> DocumentWriteResult:
+            tx.lock("Document", doc_id)
+            rows = tx.read(
+                "MATCH (d:Document {id: $id}) WHERE d.deleted_at IS NULL RETURN d.activation_seq AS seq", {"id": doc_id}
+            )
+            if not rows:
+                return DocumentWriteResult(recorded=False, error=DocumentErrorCode.document_not_found)
+            flagged = [
+                r["id"]
+                for r in tx.read(
+                    "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[:CITES_DOC]-(d:Decision) WHERE d.status = 'active' "
+                    "RETURN DISTINCT d.id AS id",
+                    {"id": doc_id},
+                )
+            ]
+            at = c.iso(c.now())
+            tx.write("MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at})
+            tx.write(
+                "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
+                {"id": doc_id, "at": at},
+            )
+            if flagged:
+                _review.flag(tx, flagged, ReviewReason.source_removed, f"document-deleted:{key}:{rows[0]['seq']}", at)
+            return DocumentWriteResult(recorded=True, flagged_decision_ids=sorted(flagged))
+
+        return self.store.transact(self.project_id, work)
+
+    # -- reads ------------------------------------------------------------
+
+    def _version(self, tx: Tx | None, doc_id: str, seq: int) -> DocumentVersion | None:
+        query = f"MATCH (v:DocVersion {{id: $vid}}) RETURN {_VERSION_FIELDS}"
+        params = {"vid": version_id(doc_id, seq)}
+        rows = tx.read(query, params) if tx is not None else self.store.read(self.project_id, query, params)
+        return DocumentVersion.model_validate(rows[0]) if rows else None
+
+    def fetch(self, evidence_id: str, *, max_chars: int | None = None) -> FetchResult:
+        """The text an evidence id names, with the version it was read from."""
+        if max_chars is not None:
+            max_chars = c.integer(max_chars, "max_chars", minimum=1)
+        try:
+            ref = decode_evidence_id(evidence_id)
+        except MalformedEvidenceIdError:
+            return FetchResult(evidence_id=str(evidence_id)[:200], status=FetchStatus.malformed)
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p "
+            "MATCH (d:Document {id: v.document_id}) WHERE d.deleted_at IS NULL "
+            "RETURN v.key AS key, v.text AS text, v.content_hash AS hash, v.chunk_starts AS starts, "
+            "v.activation_seq AS seq, d.activation_seq AS current_seq",
+            {"vid": version_id(str(ref.document_node_id), ref.activation_seq), "p": self.project_id},
+        )
+        if not rows:
+            return FetchResult(evidence_id=evidence_id, status=FetchStatus.unavailable)
+        row = rows[0]
+        text: str = row["text"]
+        if ref.kind is EvidenceKind.span:
+            start, end = ref.char_start or 0, ref.char_end or 0
+        else:
+            bounds = _chunk_range(row["starts"], len(text), ref.chunk_index or 0)
+            if bounds is None:
+                return FetchResult(evidence_id=evidence_id, status=FetchStatus.unavailable)
+            start, end = bounds
+        if start >= len(text):
+            return FetchResult(evidence_id=evidence_id, status=FetchStatus.unavailable)
+        status = FetchStatus.ok
+        if end > len(text):
+            end, status = len(text), FetchStatus.partial
+        passage = text[start:end]
+        if max_chars is not None and len(passage) > max_chars:
+            passage, status = passage[:max_chars], FetchStatus.truncated
+        return FetchResult(
+            evidence_id=evidence_id, status=status, text=passage, document_key=row["key"],
+            content_hash=row["hash"], activation_seq=row["seq"],
+            version_status=VersionStatus.current if row["seq"] == row["current_seq"] else VersionStatus.superseded,
+            char_start=start, char_end=start + len(passage),
+        )
+
+    def source_status(self, key: str) -> SourceState:
+        info = self.get_document(key)
+        return SourceState.unknown if info is None else info.state
+
+    def get_document(self, key: str) -> DocumentInfo | None:
+        key = c.text(key, "key")
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Document {id: $id}) RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
+            "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at",
+            {"id": document_node_id(self.project_id, key)},
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        state = SourceState.deleted if row["deleted_at"] is not None else SourceState.current
+        return DocumentInfo.model_validate({**row, "state": state})
+
+    def list_documents(self, *, after_key: str | None = None, limit: int = 50) -> list[DocumentInfo]:
+        after_key = c.optional_text(after_key, "after_key")
+        limit = c.clamp(limit, 50, 200)
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Document) WHERE d.project_id = $p AND ($after IS NULL OR d.key > $after) "
+            "WITH d ORDER BY d.key LIMIT $n "
+            "RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
+            "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at",
+            {"p": self.project_id, "after": after_key, "n": limit},
+        )
+        return [
+            DocumentInfo.model_validate(
+                {**r, "state": SourceState.deleted if r["deleted_at"] is not None else SourceState.current}
+            )
+            for r in rows
+        ]
+
+    def list_versions(self, key: str) -> list[DocumentVersion]:
+        """Every version, newest first."""
+        key = c.text(key, "key")
+        rows = self.store.read(
+            self.project_id,
+            f"MATCH (v:DocVersion {{document_id: $id}}) RETURN {_VERSION_FIELDS} ORDER BY v.activation_seq DESC",
+            {"id": document_node_id(self.project_id, key)},
+        )
+        return [DocumentVersion.model_validate(r) for r in rows]
+
+    def version_text(self, key: str, activation_seq: int) -> str | None:
+        """The whole text of one version, current, superseded or deleted."""
+        key = c.text(key, "key")
+        activation_seq = c.integer(activation_seq, "activation_seq")
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p RETURN v.text AS text",
+            {"vid": version_id(document_node_id(self.project_id, key), activation_seq), "p": self.project_id},
+        )
+        return rows[0]["text"] if rows else None
+
+    def current_text(self, key: str) -> str | None:
+        info = self.get_document(key)
+        if info is None or info.state is not SourceState.current:
+            return None
+        return self.version_text(key, info.activation_seq)
+
+    def span_evidence_id(self, key: str, char_start: int, char_end: int) -> str:
+        """The evidence id of ``[char_start, char_end)`` of the current version."""
+        info = self.get_document(key)
+        if info is None or info.state is not SourceState.current:
+            raise KeyError(f"no current document {key!r}")
+        return encode_span(info.node_id, info.activation_seq, char_start, char_end)
+
+    def chunk_evidence_ids(self, key: str) -> list[str]:
+        """The evidence ids of the chunks of the current version, in order."""
+        info = self.get_document(key)
+        if info is None or info.state is not SourceState.current:
+            raise KeyError(f"no current document {key!r}")
+        version = self._version(None, str(info.node_id), info.activation_seq)
+        count = version.chunk_count if version else 0
+        return [encode_chunk(info.node_id, info.activation_seq, i) for i in range(count)]

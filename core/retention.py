@@ -1,0 +1,239 @@
+"""Retention: the two operations that change recorded history (seed 000,
+"Retention"; seed 001, "Retention", "Retention error codes").
+
+Who redacted or deleted what, when and why is kept as an activity entry in
+the same commit, apart from the records it names, so the deletion cannot
+erase it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from . import _common as c
+from . import _review
+from .history import HISTORY_SCHEMA
+from .knowledge import KNOWLEDGE_SCHEMA
+from .models.decision import ReviewReason
+from .models.retention import ActivityEntry, RetentionErrorCode, RetentionResult, TaskDeletionPreview
+from .stores.base import GraphStore, Tx
+
+__all__ = ["HistoryRetention", "REDACTED", "ActivityLog"]
+
+#: The body of a redacted event.
+REDACTED = "[REDACTED]"
+
+
+def _reused() -> RetentionResult:
+    return RetentionResult(recorded=False, error=RetentionErrorCode.request_id_reused)
+
+
+class HistoryRetention:
+    """Redaction and deletion in one project, done by one person or agent."""
+
+    def __init__(self, store: GraphStore, *, project_id: str, agent_id: str) -> None:
+        self.store = store
+        self.project_id = c.text(project_id, "project_id", allow_empty=False)
+        self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
+        store.ensure_schema(self.project_id, HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA)
+
+    def redact_event(
+        self, event_id: str | uuid.UUID, *, reason: str | None = None, request_id: str | None = None
+    ) -> RetentionResult:
+        """Replace one event body with the marker; its number and hash stay.
+        Decisions citing it are flagged ``source_removed`` and their
+        dependants queued for review."""
+        eid = str(event_id) if isinstance(event_id, uuid.UUID) else c.text(event_id, "event_id")
+        reason = c.optional_text(reason, "reason")
+        if not c.check_request_id(request_id):
+            return RetentionResult(recorded=False, error=RetentionErrorCode.invalid_request_id)
+        if not c.is_uuid(eid):
+            return RetentionResult(recorded=False, error=RetentionErrorCode.event_not_found)
+        eid = eid.lower()
+        replay = c.Replay(self.project_id, request_id, "redact_event", {"event": eid, "reason": reason})
+
+        def work(tx: Tx) -> RetentionResult:
+            tx.lock("Event", eid)
+            earlier = c.replayed(tx, replay, RetentionResult, _reused)
+            if earlier is not None:
+                return earlier
+            rows = tx.read(
+                "MATCH (e:Event {id: $id}) WHERE e.project_id = $p "
+                "RETURN e.task_id AS task_id, e.seq AS seq, e.redacted_at AS redacted_at",
+                {"id": eid, "p": self.project_id},
+            )
+            if not rows:
+                return RetentionResult(recorded=False, error=RetentionErrorCode.event_not_found)
+            if rows[0]["redacted_at"] is not None:
+                result = RetentionResult(recorded=True)  # already redacted: nothing more to do
+                replay.remember(tx, result)
+                return result
+            flagged = sorted(
+                r["id"]
+                for r in tx.read(
+                    "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
+                    "RETURN DISTINCT d.id AS id",
+                    {"id": eid},
+                )
+            )
+            task = tx.read("MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": rows[0]["task_id"]})
+            at = c.iso(c.now())
+            tx.write(
+                "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by",
+                {"id": eid, "marker": REDACTED, "at": at, "by": self.agent_id},
+            )
+            if flagged:
+                _review.flag(tx, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
+            label = f"{task[0]['name'] if task else '?'} #{rows[0]['seq']}"
+            _review.log_activity(tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at)
+            result = RetentionResult(recorded=True, affected_decision_ids=flagged)
+            replay.remember(tx, result)
+            return result
+
+        return self.store.transact(self.project_id, work)
+
+    def _deletion_plan(self, tx: Tx | None, tid: str, include_decisions: bool) -> dict[str, Any]:
+        def read(query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+            return tx.read(query, params) if tx is not None else self.store.read(self.project_id, query, params)
+
+        task = read("MATCH (t:Task {id: $id}) RETURN t.name AS name, t.event_seq AS events", {"id": tid})
+        if not task:
+            return {}
+        steps = read("MATCH (s:Step {task_id: $id}) RETURN count(s) AS n", {"id": tid})[0]["n"]
+        own = [r["id"] for r in read("MATCH (d:Decision {task_id: $id}) RETURN d.id AS id", {"id": tid})]
+        # decisions elsewhere that cite an event of the task, or (when they go
+        # too) one of its decisions
+        citing = read(
+            "MATCH (e:Event {task_id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) "
+            "WHERE d.status = 'active' AND d.task_id <> $id RETURN DISTINCT d.id AS id",
+            {"id": tid},
+        )
+        if include_decisions:
+            citing += read(
+                "MATCH (x:Decision {task_id: $id}) WITH x MATCH (x)<-[:DEPENDS_ON]-(d:Decision) "
+                "WHERE d.status = 'active' AND d.task_id <> $id RETURN DISTINCT d.id AS id",
+                {"id": tid},
+            )
+        return {
+            "name": task[0]["name"], "events": task[0]["events"], "steps": steps, "own": own,
+            "flagged": sorted({r["id"] for r in citing}),
+        }
+
+    def preview_delete_task(self, task_name: str, *, include_decisions: bool = True) -> TaskDeletionPreview:
+        """What ``delete_task`` would remove and flag, changing nothing."""
+        task_name = c.text(task_name, "task_name")
+        plan = self._deletion_plan(None, c.task_id(self.project_id, task_name), _bool(include_decisions))
+        if not plan:
+            return TaskDeletionPreview(found=False)
+        return TaskDeletionPreview(
+            found=True, events=plan["events"], steps=plan["steps"],
+            decisions=len(plan["own"]) if include_decisions else 0, flagged_decision_ids=plan["flagged"],
+        )
+
+    def delete_task(
+        self,
+        task_name: str,
+        *,
+        include_decisions: bool = True,
+        reason: str | None = None,
+        request_id: str | None = None,
+    ) -> RetentionResult:
+        """Remove the task, its events and steps, and (by default) its
+        decisions. Decisions in other tasks citing a deleted event or decision
+        are flagged ``source_removed``; their dependants are not."""
+        task_name = c.text(task_name, "task_name")
+        include_decisions = _bool(include_decisions)
+        reason = c.optional_text(reason, "reason")
+        if not c.check_request_id(request_id):
+            return RetentionResult(recorded=False, error=RetentionErrorCode.invalid_request_id)
+        tid = c.task_id(self.project_id, task_name)
+        replay = c.Replay(
+            self.project_id, request_id, "delete_task",
+            {"task": task_name, "decisions": include_decisions, "reason": reason},
+        )
+
+        def work(tx: Tx) -> RetentionResult:
+            tx.lock("Task", tid)
+            earlier = c.replayed(tx, replay, RetentionResult, _reused)
+            if earlier is not None:
+                return earlier
+            plan = self._deletion_plan(tx, tid, include_decisions)
+            if not plan:
+                return RetentionResult(recorded=False, error=RetentionErrorCode.task_not_found)
+            choices = []
+            if include_decisions and plan["own"]:
+                choices = tx.read(
+                    "MATCH (d:Decision {task_id: $id}) WHERE d.status = 'active' RETURN DISTINCT d.choice_key AS key",
+                    {"id": tid},
+                )
+            remaining = {}
+            for row in choices:
+                remaining[row["key"]] = tx.read(
+                    "MATCH (d:Decision {choice_key: $key}) WHERE d.project_id = $p AND d.status = 'active' "
+                    "AND d.task_id <> $id RETURN d.conclusion_norm AS norm",
+                    {"key": row["key"], "p": self.project_id, "id": tid},
+                )
+            at = c.iso(c.now())
+            if plan["flagged"]:
+                _review.flag(tx, plan["flagged"], ReviewReason.source_removed, f"deletion:{task_name}", at, spread=False)
+            if include_decisions:
+                tx.write(
+                    "MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": plan["own"]}
+                )
+                tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
+            else:
+                tx.write(
+                    "MATCH (d:Decision {task_id: $id}) SET d.task_deleted_at = $at", {"id": tid, "at": at}
+                )
+            tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
+            tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
+            tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})
+            for key, active in remaining.items():
+                norms = {a["norm"] for a in active}
+                tx.write(
+                    "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
+                    {"id": c.choice_node_id(self.project_id, key), "n": len(active),
+                     "conflict": True if len(norms) > 1 else None},
+                )
+            summary = (
+                f"{task_name}: {plan['events']} events, {plan['steps']} steps, "
+                + (f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept")
+            )
+            _review.log_activity(tx, self.project_id, self.agent_id, "delete_task", "task", tid, summary, reason, at)
+            result = RetentionResult(recorded=True, affected_decision_ids=plan["flagged"])
+            replay.remember(tx, result)
+            return result
+
+        return self.store.transact(self.project_id, work)
+
+
+class ActivityLog:
+    """The project's record of review and retention actions, newest first."""
+
+    def __init__(self, store: GraphStore, *, project_id: str) -> None:
+        self.store = store
+        self.project_id = c.text(project_id, "project_id", allow_empty=False)
+        store.ensure_schema(self.project_id, _review.DECISION_SCHEMA)
+
+    def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
+        """``before``: an ISO time from the last entry of the previous page."""
+        before = c.optional_text(before, "before")
+        action = c.optional_text(action, "action")
+        limit = c.clamp(limit, 50, 200)
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (a:Activity) WHERE a.project_id = $p AND ($before IS NULL OR a.at < $before) "
+            "AND ($action IS NULL OR a.action = $action) "
+            "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
+            "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_kind AS target_kind, "
+            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason",
+            {"p": self.project_id, "before": before, "action": action, "n": limit},
+        )
+        return [ActivityEntry.model_validate(r) for r in rows]
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError("include_decisions must be a boolean")
+    return value

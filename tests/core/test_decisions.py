@@ -1,0 +1,463 @@
+"""DecisionTraces, rule by rule, on every backend (seed 000 and 001)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from core import _common as c
+from core.decisions import DEFAULT_REAFFIRM_EXPLANATION, DecisionTraces
+from core.history import ConversationHistory
+from core.knowledge import Graph, encode_span
+from core.models import (
+    DecisionStatus,
+    DocumentSupport,
+    ReviewReason,
+    ReviewState,
+    StepResultValidity,
+    WriteErrorCode,
+)
+from core.models.knowledge import FetchResult, FetchStatus
+from core.retention import HistoryRetention
+from core.stores import GraphStore
+
+ADR = (
+    "We store decisions in a graph.\n\n"
+    "Postgres stays the system of record for billing.\n\n"
+    "Reviews happen weekly."
+)
+
+
+@dataclass
+class World:
+    store: GraphStore
+    project_id: str
+    history: ConversationHistory
+    graph: Graph
+    traces: DecisionTraces
+    retention: HistoryRetention
+
+    def as_(self, agent: str) -> DecisionTraces:
+        return DecisionTraces(self.store, project_id=self.project_id, agent_id=agent)
+
+    def cite(self, key: str, passage: str) -> tuple[dict[str, Any], FetchResult]:
+        """A document support for a passage of the current version, fetched."""
+        text = self.graph.current_text(key)
+        assert text is not None and passage in text
+        start = text.index(passage)
+        evidence = self.graph.span_evidence_id(key, start, start + len(passage))
+        return {"kind": "document", "evidence_id": evidence}, self.graph.fetch(evidence)
+
+    def record(self, task: str, key: str, conclusion: str, *, supports: list[Any] | None = None,
+               fetched: list[Any] | None = None, **kw: Any) -> Any:
+        if supports is None:
+            doc, got = self.cite("adr", "Postgres stays the system of record")
+            supports, fetched = [doc], [got]
+        return self.traces.record_decision(
+            task, choice_key=key, conclusion=conclusion, rationale=f"because {conclusion}",
+            supports=supports, fetched=fetched or [], **kw,
+        )
+
+
+@pytest.fixture
+def world(store: GraphStore, project_id: str) -> World:
+    w = World(
+        store, project_id,
+        ConversationHistory(store, project_id=project_id, agent_id="planner"),
+        Graph(store, project_id=project_id, agent_id="ingest"),
+        DecisionTraces(store, project_id=project_id, agent_id="planner"),
+        HistoryRetention(store, project_id=project_id, agent_id="steward"),
+    )
+    w.history.create_task("pick-db", goal="Choose the database")
+    w.history.create_task("billing", goal="Own the billing service")
+    w.history.record_event("pick-db", kind="message", role="user", payload="Which database?")
+    w.graph.add("adr", ADR)
+    return w
+
+
+def dep(decision: Any) -> dict[str, str]:
+    return {"kind": "decision", "decision_id": str(decision.id)}
+
+
+def state(world: World, decision: Any) -> tuple[DecisionStatus, ReviewState, ReviewReason | None]:
+    d = world.traces.get_decision(str(decision.id)).decision
+    assert d is not None
+    return d.status, d.review_state, d.review_reason
+
+
+def review_all(world: World) -> int:
+    calls = 0
+    while world.traces.continue_decision_review().moved:
+        calls += 1
+    return calls
+
+
+# -- recording and supports --------------------------------------------------------
+
+
+def test_record_keeps_every_field_and_document_version(world: World) -> None:
+    doc, got = world.cite("adr", "Postgres stays the system of record")
+    result = world.traces.record_decision(
+        "pick-db", choice_key="db", conclusion="Use Postgres", rationale="Proven here",
+        assumptions=["load stays low"], open_questions=["backups?"],
+        supports=[doc, {"kind": "event", "task_name": "pick-db", "seq": 1}], fetched=[got],
+    )
+    assert result.recorded and result.warnings == []
+    d = result.decision
+    assert d is not None and d.id == __import__("uuid").UUID(c.decision_id(c.task_id(world.project_id, "pick-db"), "db", 1))
+    assert (d.revision, d.author, d.status, d.review_state) == (1, "planner", DecisionStatus.active, ReviewState.clear)
+    assert (d.assumptions, d.open_questions) == (["load stays low"], ["backups?"])
+    support = d.supports[0]
+    assert isinstance(support, DocumentSupport)
+    assert support.content_hash == got.content_hash and support.content_hash_prefix == got.content_hash[:16]
+    assert support.recorded_activation_seq == 1 and support.document_key == "adr"
+    assert world.traces.get_decision(str(d.id)).decision == d
+
+
+@pytest.mark.parametrize("count", [0, 21])
+def test_support_count_is_one_to_twenty(world: World, count: int) -> None:
+    supports = [{"kind": "event", "task_name": "pick-db", "seq": 1}] * count
+    assert world.record("pick-db", "db", "x", supports=supports).error is WriteErrorCode.support_required
+
+
+def test_each_kind_of_bad_support_has_its_code(world: World) -> None:
+    doc, got = world.cite("adr", "Reviews happen weekly")
+    other = world.record("billing", "owner", "Team A").decision
+    world.traces.reject_decision(str(other.id), reason="wrong team")
+    cases = [
+        ([doc], [], WriteErrorCode.support_not_fetched),
+        ([doc], [got.model_copy(update={"status": FetchStatus.truncated})], WriteErrorCode.support_not_fetched),
+        ([{"kind": "document", "evidence_id": "span:bad"}], [], WriteErrorCode.support_malformed),
+        ([{"kind": "document", "evidence_id": encode_span(__import__("uuid").uuid4(), 1, 0, 3)}],
+         [FetchResult(evidence_id=encode_span(__import__("uuid").UUID(int=7), 1, 0, 3), status="ok")],
+         WriteErrorCode.support_not_fetched),
+        ([{"kind": "event", "task_name": "pick-db", "seq": 99}], [], WriteErrorCode.support_event_not_found),
+        ([{"kind": "decision", "decision_id": str(__import__("uuid").uuid4())}], [], WriteErrorCode.support_decision_not_found),
+        ([{"kind": "decision", "decision_id": "nope"}], [], WriteErrorCode.support_malformed),
+        ([dep(other)], [], WriteErrorCode.support_decision_not_active),
+    ]
+    for supports, fetched, code in cases:
+        assert world.record("pick-db", "db", "x", supports=supports, fetched=fetched).error is code, code
+    world.graph.delete("adr")
+    assert world.record("pick-db", "db", "x", supports=[doc], fetched=[got]).error is WriteErrorCode.support_document_not_found
+    assert world.traces.list_decisions("pick-db").page.count == 0
+
+
+def test_a_redacted_event_cannot_be_cited(world: World) -> None:
+    world.retention.redact_event(c.event_id(c.task_id(world.project_id, "pick-db"), 1))
+    supports = [{"kind": "event", "task_name": "pick-db", "seq": 1}]
+    assert world.record("pick-db", "db", "x", supports=supports).error is WriteErrorCode.support_event_not_found
+
+
+def test_one_active_decision_per_choice_and_task(world: World) -> None:
+    assert world.record("pick-db", "db", "Postgres").recorded
+    assert world.record("pick-db", "db", "MySQL").error is WriteErrorCode.choice_exists
+    assert world.record("billing", "db", "MySQL").recorded  # another task may choose differently
+    assert world.record("nope", "db", "x").error is WriteErrorCode.task_not_found
+
+
+def test_supersede_gives_the_next_revision_and_keeps_the_old(world: World) -> None:
+    first = world.record("pick-db", "db", "Postgres").decision
+    doc, got = world.cite("adr", "Reviews happen weekly")
+    args = dict(conclusion="FalkorDB", rationale="graph fits", supports=[doc], fetched=[got])
+    assert world.traces.supersede_decision(str(first.id), explanation="  ", **args).error is WriteErrorCode.explanation_required
+    second = world.traces.supersede_decision(str(first.id), explanation="Graph queries dominate", **args)
+    assert second.recorded and second.decision.revision == 2 and second.decision.choice_key == "db"
+    old = world.traces.get_decision(str(first.id)).decision
+    assert (old.status, old.conclusion) == (DecisionStatus.superseded, "Postgres")
+    again = world.traces.supersede_decision(str(first.id), explanation="again", **args)
+    assert again.error is WriteErrorCode.supersede_target_invalid
+    revisions = world.traces.list_revisions(str(first.id))
+    assert [(r.decision.revision, r.explanation) for r in revisions] == [(1, None), (2, "Graph queries dominate")]
+    assert world.record("pick-db", "db", "x").error is WriteErrorCode.choice_exists
+
+
+def test_reject_keeps_the_record_and_clears_review(world: World) -> None:
+    d = world.record("pick-db", "db", "Postgres").decision
+    world.graph.update("adr", ADR.replace("Postgres", "MySQL"))
+    assert state(world, d)[1] is ReviewState.needs_review
+    rejected = world.as_("alice").reject_decision(str(d.id), reason="superseded by ADR 12")
+    assert rejected.recorded
+    got = world.traces.get_decision(str(d.id)).decision
+    assert (got.status, got.review_state, got.rejection_reason, got.rejected_by) == (
+        DecisionStatus.rejected, ReviewState.clear, "superseded by ADR 12", "alice",
+    )
+    assert got.supports == d.supports
+    assert world.traces.reject_decision(str(d.id), reason="again").error is WriteErrorCode.decision_not_active
+    assert world.traces.reject_decision(str(__import__("uuid").uuid4()), reason="x").error is WriteErrorCode.decision_not_found
+    assert world.traces.list_decisions_for_review().count == 0
+    # the choice is free again, with the next revision
+    again = world.record("pick-db", "db", "MySQL", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    assert again.decision.revision == 2
+
+
+# -- review --------------------------------------------------------------------------
+
+
+def test_a_document_update_flags_citers_and_review_spreads_one_step_per_call(world: World) -> None:
+    root = world.record("pick-db", "db", "Postgres").decision
+    mid = world.record("pick-db", "ops", "One DBA", supports=[dep(root)]).decision
+    leaf = world.record("billing", "owner", "Team A", supports=[dep(mid)]).decision
+    loner = world.record("billing", "lang", "Python", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+
+    changed = world.graph.update("adr", ADR.replace("billing", "invoicing"))
+    assert changed.flagged_decision_ids == [str(root.id)]
+    assert state(world, root) == (DecisionStatus.active, ReviewState.needs_review, ReviewReason.source_changed)
+    assert state(world, mid)[1] is ReviewState.unknown  # queued: review incomplete
+    assert state(world, leaf)[1] is ReviewState.clear
+    assert state(world, loner)[1] is ReviewState.clear
+
+    step = world.traces.continue_decision_review()
+    assert step.moved == 1 and step.flagged == [str(mid.id)] and step.remaining == 1
+    assert state(world, mid)[1:] == (ReviewState.needs_review, ReviewReason.dependency_review)
+    assert state(world, leaf)[1] is ReviewState.unknown
+    world.traces.continue_decision_review()
+    assert state(world, leaf)[1:] == (ReviewState.needs_review, ReviewReason.dependency_review)
+    assert world.traces.continue_decision_review().moved == 0
+    queue = world.traces.list_decisions_for_review()
+    assert queue.count == 3 and [str(d.id) for d in queue.decisions][0] == str(root.id)
+    assert world.traces.review_root_causes() == [("document:adr:2", 3)]
+    assert world.traces.list_decisions_for_review("billing").count == 1
+    assert world.traces.list_decisions_for_review(reason="dependency_review").count == 2
+
+
+def test_review_can_be_interrupted_and_resumed(world: World) -> None:
+    root = world.record("pick-db", "db", "Postgres").decision
+    kids = [world.record("billing", f"k{i}", "yes", supports=[dep(root)]).decision for i in range(5)]
+    world.graph.delete("adr")
+    assert state(world, root)[1:] == (ReviewState.needs_review, ReviewReason.source_removed)
+    first = world.traces.continue_decision_review(limit=2)
+    assert first.moved == 2 and first.remaining == 3
+    # a new reviewer object (another process) carries on
+    rest = DecisionTraces(world.store, project_id=world.project_id, agent_id="cron")
+    assert rest.continue_decision_review().moved == 3
+    assert all(state(world, k)[1] is ReviewState.needs_review for k in kids)
+
+
+def test_reaffirm_confirms_against_current_text_and_keeps_history(world: World) -> None:
+    d = world.record("pick-db", "db", "Postgres").decision
+    world.graph.update("adr", "Preface added.\n\n" + ADR)  # the passage moved but did not change
+    assert state(world, d)[1] is ReviewState.needs_review
+    result = world.as_("alice").reaffirm_decision(str(d.id))
+    assert result.recorded, result.error
+    now = world.traces.get_decision(str(d.id)).decision
+    assert now.review_state is ReviewState.clear and now.review_reason is None
+    new = now.supports[0]
+    assert isinstance(new, DocumentSupport) and new.recorded_activation_seq == 2 and new.current
+    assert world.graph.fetch(new.evidence_id).text == "Postgres stays the system of record"
+    history = world.traces.list_support_history(str(d.id))
+    assert [s.current for s in history.supports] == [False, True]
+    old = history.supports[0]
+    assert (old.reviewed_by, old.review_explanation) == ("alice", DEFAULT_REAFFIRM_EXPLANATION)
+    assert old.recorded_activation_seq == 1 and old.reviewed_at is not None
+    # paging
+    page = world.traces.list_support_history(str(d.id), limit=1)
+    assert page.truncated and page.next_after_ordinal == 0
+    assert world.traces.list_support_history(str(d.id), after_ordinal=0).supports[0].current
+
+
+def test_reaffirm_is_refused_when_the_text_changed_or_review_is_incomplete(world: World) -> None:
+    d = world.record("pick-db", "db", "Postgres").decision
+    child = world.record("billing", "x", "y", supports=[dep(d)]).decision
+    world.graph.update("adr", ADR.replace("Postgres stays", "MySQL becomes"))
+    assert world.traces.reaffirm_decision(str(d.id)).error is WriteErrorCode.cannot_revalidate
+    assert world.traces.reaffirm_decision(str(child.id)).error is WriteErrorCode.cannot_revalidate  # queued
+    review_all(world)
+    assert world.traces.reaffirm_decision(str(child.id)).error is WriteErrorCode.cannot_revalidate  # dependency flagged
+    assert state(world, d)[1] is ReviewState.needs_review
+    # superseding settles the root; the child may then be looked at again
+    doc, got = world.cite("adr", "MySQL becomes the system of record")
+    world.traces.supersede_decision(str(d.id), conclusion="MySQL", rationale="r", explanation="ADR changed",
+                                    supports=[doc], fetched=[got])
+    review_all(world)
+    assert world.traces.reaffirm_decision(str(child.id)).error is WriteErrorCode.cannot_revalidate  # cites a superseded one
+
+
+def test_a_source_changing_during_recording_is_flagged_with_a_warning(world: World) -> None:
+    doc, got = world.cite("adr", "Postgres stays the system of record")
+    world.graph.update("adr", ADR + "\n\nAppendix.")  # after the fetch, before the write
+    result = world.record("pick-db", "db", "Postgres", supports=[doc], fetched=[got])
+    assert result.recorded and result.warnings == ["source_changed_during_recording"]
+    assert state(world, result.decision)[1:] == (ReviewState.needs_review, ReviewReason.source_changed_during_recording)
+
+
+def test_depending_on_a_flagged_decision_records_it_flagged(world: World) -> None:
+    root = world.record("pick-db", "db", "Postgres").decision
+    world.graph.update("adr", "changed")
+    child = world.record("billing", "x", "y", supports=[dep(root)]).decision
+    assert (child.review_state, child.review_reason) == (ReviewState.needs_review, ReviewReason.dependency_review)
+
+
+# -- reads -------------------------------------------------------------------------
+
+
+def test_conflicts_across_tasks(world: World) -> None:
+    world.history.create_task("third", goal="g")
+    world.record("pick-db", "db", "Postgres")
+    world.record("billing", "db", "postgres ")  # same conclusion, other spelling
+    assert world.traces.list_conflicts().groups == []
+    third = world.record("third", "db", "MySQL").decision
+    groups = world.traces.list_conflicts().groups
+    assert [g.choice_key for g in groups] == ["db"] and len(groups[0].decisions) == 3
+    view = world.history.get_task("pick-db").view
+    assert [g.choice_key for g in view.conflicts] == ["db"]
+    world.traces.reject_decision(str(third.id), reason="no")
+    assert world.traces.list_conflicts().groups == []
+
+
+def test_task_view_carries_decisions_and_review(world: World) -> None:
+    a = world.record("pick-db", "db", "Postgres").decision
+    world.record("pick-db", "cache", "Redis", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    world.graph.update("adr", "changed")
+    view = world.history.get_task("pick-db").view
+    assert view.decision_count == 2 and [d.choice_key for d in view.decisions] == ["cache", "db"]
+    assert [d.id for d in view.review_decisions] == [a.id]
+
+
+def test_search_finds_active_decisions_with_their_review_state(world: World) -> None:
+    world.record("pick-db", "db", "Use Postgres for durability")
+    gone = world.record("billing", "db", "Use Postgres everywhere").decision
+    world.traces.reject_decision(str(gone.id), reason="no")
+    world.graph.update("adr", "changed")
+    hits = world.traces.search_decisions("postgres")
+    assert len(hits) == 1 and hits[0].marker == "precedent" and hits[0].task_goal == "Choose the database"
+    assert hits[0].decision.review_state is ReviewState.needs_review
+    assert world.traces.search_decisions("durability", task_name="billing") == []
+    assert world.traces.search_decisions("!!! ~~~") == []
+
+
+def test_step_result_validity_follows_documents_and_decisions(world: World) -> None:
+    doc, _ = world.cite("adr", "Reviews happen weekly")
+    d = world.record("pick-db", "db", "Postgres").decision
+    world.history.set_step("pick-db", name="a-doc", state="completed", result_basis="supported", result_supports=[doc])
+    world.history.set_step("pick-db", name="b-dec", state="completed", result_basis="supported", result_supports=[dep(d)])
+
+    def validity() -> dict[str, StepResultValidity]:
+        return {s.name: s.result_validity for s in world.history.list_steps("pick-db").steps}
+
+    assert validity() == {"a-doc": StepResultValidity.reusable, "b-dec": StepResultValidity.reusable}
+    world.graph.update("adr", ADR + " v2")
+    assert validity() == {"a-doc": StepResultValidity.needs_review, "b-dec": StepResultValidity.needs_review}
+    world.graph.delete("adr")
+    assert validity()["a-doc"] is StepResultValidity.unavailable
+
+
+def test_request_ids_replay_decision_writes(world: World) -> None:
+    first = world.record("pick-db", "db", "Postgres", request_id="r1")
+    assert world.record("pick-db", "db", "Postgres", request_id="r1") == first
+    assert world.record("pick-db", "db", "MySQL", request_id="r1").error is WriteErrorCode.request_id_reused
+    rid = str(first.decision.id)
+    once = world.traces.reject_decision(rid, reason="x", request_id="r2")
+    assert world.traces.reject_decision(rid, reason="x", request_id="r2") == once
+    assert world.record("pick-db", "db", "x", request_id="").error is WriteErrorCode.invalid_request_id
+
+
+def test_decisions_stay_in_their_project(world: World) -> None:
+    d = world.record("pick-db", "db", "Postgres").decision
+    other_id = world.project_id + "-b"
+    try:
+        other = DecisionTraces(world.store, project_id=other_id, agent_id="x")
+        assert other.get_decision(str(d.id)).found is False
+        assert other.reject_decision(str(d.id), reason="x").error is WriteErrorCode.decision_not_found
+        assert other.list_decisions_for_review().count == 0
+    finally:
+        world.store.drop_project(other_id)
+
+
+def test_wrong_argument_types_raise(world: World) -> None:
+    with pytest.raises(ValueError):
+        world.traces.record_decision("pick-db", choice_key="db", conclusion=3, rationale="r", supports=[])  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r", supports=[{"kind": "rumour"}])
+    with pytest.raises(ValueError):
+        world.traces.reject_decision("x", reason="   ")
+
+
+# -- concurrency -------------------------------------------------------------------
+
+
+def test_two_reviewers_superseding_at_once_one_wins(world: World) -> None:
+    d = world.record("pick-db", "db", "Postgres").decision
+    results: list[Any] = []
+    barrier = threading.Barrier(4)
+
+    def supersede(n: int) -> None:
+        traces = world.as_(f"reviewer-{n}")
+        barrier.wait()
+        results.append(traces.supersede_decision(
+            str(d.id), conclusion=f"choice {n}", rationale="r", explanation="e",
+            supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}],
+        ))
+
+    def reject(n: int) -> None:
+        traces = world.as_(f"rejector-{n}")
+        barrier.wait()
+        results.append(traces.reject_decision(str(d.id), reason="no"))
+
+    threads = [threading.Thread(target=supersede, args=(n,)) for n in range(2)]
+    threads += [threading.Thread(target=reject, args=(n,)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [r for r in results if r.recorded]
+    assert len(winners) == 1
+    losers = {r.error for r in results if not r.recorded}
+    assert losers <= {WriteErrorCode.supersede_target_invalid, WriteErrorCode.decision_not_active}
+    active = world.traces.list_decisions("pick-db", include_history=False).page
+    assert active.count == (1 if winners[0].decision.status is DecisionStatus.active else 0)
+
+
+def test_a_document_update_racing_a_record_never_leaves_it_clear_and_stale(world: World) -> None:
+    for round_ in range(6):
+        doc, got = world.cite("adr", "Postgres stays the system of record")
+        barrier = threading.Barrier(2)
+        out: dict[str, Any] = {}
+
+        def record() -> None:
+            barrier.wait()
+            out["r"] = world.record("pick-db", f"db{round_}", "Postgres", supports=[doc], fetched=[got])
+
+        def update() -> None:
+            barrier.wait()
+            world.graph.update("adr", ADR + f"\n\nrev {round_}")
+
+        threads = [threading.Thread(target=record), threading.Thread(target=update)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        d = world.traces.get_decision(str(out["r"].decision.id)).decision
+        current = world.graph.get_document("adr")
+        support = d.supports[0]
+        assert isinstance(support, DocumentSupport)
+        stale = support.recorded_activation_seq != current.activation_seq
+        assert not (stale and d.review_state is ReviewState.clear), (round_, d)
+
+
+def test_bulk_loading_checks_the_batch_and_writes_it_whole(world: World) -> None:
+    doc, _ = world.cite("adr", "Reviews happen weekly")
+    made = world.traces.load_decisions([
+        {"task_name": "pick-db", "choice_key": "db", "conclusion": "Postgres", "rationale": "r", "supports": [doc]},
+        {"task_name": "billing", "choice_key": "db", "conclusion": "MySQL", "rationale": "r",
+         "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}]},
+    ])
+    assert [d.revision for d in made] == [1, 1]
+    assert world.traces.get_decision(str(made[0].id)).decision == made[0]
+    assert [g.choice_key for g in world.traces.list_conflicts().groups] == ["db"]
+    child = world.traces.load_decisions(
+        [{"task_name": "billing", "choice_key": "ops", "conclusion": "c", "rationale": "r", "supports": [dep(made[0])]}]
+    )[0]
+    world.graph.update("adr", ADR + " v2")
+    review_all(world)
+    assert state(world, child)[1:] == (ReviewState.needs_review, ReviewReason.dependency_review)
+    bad_batch = [
+        {"task_name": "pick-db", "choice_key": "fine", "conclusion": "c", "rationale": "r", "supports": [doc]},
+        {"task_name": "pick-db", "choice_key": "db", "conclusion": "c", "rationale": "r", "supports": [doc]},
+    ]
+    with pytest.raises(ValueError, match="choice_exists"):
+        world.traces.load_decisions(bad_batch)
+    assert world.traces.list_decisions("pick-db").page.count == 1  # nothing of the batch was written

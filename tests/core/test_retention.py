@@ -1,0 +1,79 @@
+"""HistoryRetention: redaction and task deletion, and the activity they leave."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from core import _common as c
+from core.models import RetentionErrorCode, ReviewReason, ReviewState
+from core.retention import REDACTED, ActivityLog
+from tests.core.test_decisions import World, dep, state, world  # noqa: F401  (the shared fixture)
+
+
+def event(world: World, task: str, seq: int) -> str:
+    return c.event_id(c.task_id(world.project_id, task), seq)
+
+
+def cites_event(world: World, task: str, key: str, seq: int = 1, **kw: Any) -> Any:
+    return world.record(task, key, f"{key} decided", supports=[{"kind": "event", "task_name": "pick-db", "seq": seq}], **kw).decision
+
+
+def test_redaction_keeps_number_and_hash_and_flags_citers(world: World) -> None:
+    before = world.history.fetch_event("pick-db", 1).event
+    citer = cites_event(world, "billing", "owner")
+    child = world.record("billing", "team", "A", supports=[dep(citer)]).decision
+    result = world.retention.redact_event(event(world, "pick-db", 1), reason="personal data")
+    assert result.recorded and result.affected_decision_ids == [str(citer.id)]
+    after = world.history.fetch_event("pick-db", 1).event
+    assert after.payload == REDACTED and after.redacted_at is not None
+    assert (after.seq, after.payload_sha256, after.id) == (before.seq, before.payload_sha256, before.id)
+    assert state(world, citer)[1:] == (ReviewState.needs_review, ReviewReason.source_removed)
+    assert state(world, child)[1] is ReviewState.unknown  # its review is queued
+    entry = ActivityLog(world.store, project_id=world.project_id).list()[0]
+    assert (entry.action, entry.actor, entry.reason, entry.target_id) == (
+        "redact", "steward", "personal data", str(after.id),
+    )
+
+
+def test_redaction_errors(world: World) -> None:
+    assert world.retention.redact_event(event(world, "pick-db", 9)).error is RetentionErrorCode.event_not_found
+    assert world.retention.redact_event("not-an-id").error is RetentionErrorCode.event_not_found
+    assert world.retention.redact_event(event(world, "pick-db", 1), request_id="").error is RetentionErrorCode.invalid_request_id
+    first = world.retention.redact_event(event(world, "pick-db", 1), request_id="rq")
+    assert world.retention.redact_event(event(world, "pick-db", 1), request_id="rq") == first
+    other = world.retention.redact_event(event(world, "pick-db", 1), reason="x", request_id="rq")
+    assert other.error is RetentionErrorCode.request_id_reused
+
+
+def test_delete_task_removes_everything_and_flags_citers_elsewhere(world: World) -> None:
+    world.history.set_step("pick-db", name="s", state="completed")
+    own = cites_event(world, "pick-db", "db")
+    elsewhere_event = cites_event(world, "billing", "owner")
+    elsewhere_decision = world.record("billing", "team", "A", supports=[dep(own)]).decision
+    grandchild = world.record("billing", "x", "y", supports=[dep(elsewhere_decision)]).decision
+    preview = world.retention.preview_delete_task("pick-db")
+    assert (preview.events, preview.steps, preview.decisions) == (1, 1, 1)
+    assert preview.flagged_decision_ids == sorted([str(elsewhere_event.id), str(elsewhere_decision.id)])
+    result = world.retention.delete_task("pick-db", reason="retention policy")
+    assert result.recorded and result.affected_decision_ids == preview.flagged_decision_ids
+    assert world.history.get_task("pick-db").found is False
+    assert world.history.list_events("pick-db").found is False
+    assert world.traces.get_decision(str(own.id)).found is False
+    for d in (elsewhere_event, elsewhere_decision):
+        assert state(world, d)[1:] == (ReviewState.needs_review, ReviewReason.source_removed)
+    assert state(world, grandchild)[1] is ReviewState.clear  # dependants are not flagged by a deletion
+    entry = ActivityLog(world.store, project_id=world.project_id).list()[0]
+    assert (entry.action, entry.reason) == ("delete_task", "retention policy")
+    assert world.retention.delete_task("pick-db").error is RetentionErrorCode.task_not_found
+
+
+def test_delete_task_can_keep_its_decisions(world: World) -> None:
+    own = cites_event(world, "pick-db", "db")
+    result = world.retention.delete_task("pick-db", include_decisions=False)
+    assert result.recorded and result.affected_decision_ids == []
+    kept = world.traces.get_decision(str(own.id)).decision
+    assert kept is not None and kept.task_name == "pick-db"
+    with pytest.raises(ValueError):
+        world.retention.delete_task("billing", include_decisions="yes")  # type: ignore[arg-type]
