@@ -925,6 +925,25 @@ class DecisionTraces:
         ) if count else []
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
 
+    def review_counts(self) -> dict[str, int]:
+        """For an overview: decisions needing review, reading unknown, still
+        queued for review (review incomplete), and choice keys in conflict."""
+        row = self.store.read(
+            self.project_id,
+            "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p "
+            "RETURN sum(CASE WHEN d.review_state = 'needs_review' THEN 1 ELSE 0 END) AS needs_review, "
+            "sum(CASE WHEN d.review_state = 'unknown' THEN 1 ELSE 0 END) AS unknown, "
+            "sum(CASE WHEN d.queued = true THEN 1 ELSE 0 END) AS queued",
+            {"p": self.project_id},
+        )
+        conflicts = self.store.read(
+            self.project_id,
+            "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p RETURN count(ch) AS n",
+            {"p": self.project_id},
+        )[0]["n"]
+        counts = {k: int(row[0][k] or 0) if row else 0 for k in ("needs_review", "unknown", "queued")}
+        return {**counts, "conflicts": conflicts}
+
     def review_root_causes(self, *, limit: int = 50) -> list[tuple[str, int]]:
         """What flagged the decisions in the review queue, with how many each
         (most first): the roots a reviewer settles first."""

@@ -206,6 +206,31 @@ class ConversationHistory:
 
         return self.store.transact(self.project_id, work)
 
+    def list_tasks(
+        self, *, search: str | None = None, after_name: str | None = None, limit: int = 50
+    ) -> tuple[list[Task], bool]:
+        """Tasks by name (optionally those whose name contains ``search``,
+        any case), a page at a time: (tasks, more follow)."""
+        search = c.optional_text(search, "search")
+        after_name = c.optional_text(after_name, "after_name")
+        limit = c.clamp(limit, 50, 200)
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (t:Task) WHERE t.project_id = $p AND ($after IS NULL OR t.name > $after) "
+            "AND ($q IS NULL OR toLower(t.name) CONTAINS toLower($q)) "
+            f"WITH t ORDER BY t.name LIMIT $n RETURN {_TASK_FIELDS}",
+            {"p": self.project_id, "after": after_name, "q": search or None, "n": limit + 1},
+        )
+        return [Task.model_validate(r) for r in rows[:limit]], len(rows) > limit
+
+    def count_tasks(self, status: TaskStatus | str | None = None) -> int:
+        value = c.enum_value(TaskStatus, status, "status").value if status is not None else None
+        return self.store.read(
+            self.project_id,
+            "MATCH (t:Task) WHERE t.project_id = $p AND ($s IS NULL OR t.status = $s) RETURN count(t) AS n",
+            {"p": self.project_id, "s": value},
+        )[0]["n"]
+
     def get_task(self, name: str) -> TaskLookup:
         """The bounded resume view: never an event body."""
         name = c.text(name, "name")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -27,10 +25,3 @@ def healthz(request: HttpRequest) -> HttpResponse:
 def _short(text: str, limit: int = 200) -> str:
     line = text.splitlines()[0] if text else "unknown error"
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-@require_GET
-@login_required
-def home(request: HttpRequest) -> HttpResponse:
-    store = check_store()
-    return render(request, "reviewer/home.html", {"backend": store.backend})

@@ -214,6 +214,10 @@ class GraphStore(ABC):
         """Raise :class:`GraphStoreError` unless the backend answers."""
 
     @abstractmethod
+    def list_projects(self) -> list[str]:
+        """The ids of the projects that hold data, sorted."""
+
+    @abstractmethod
     def drop_project(self, project_id: str) -> None:
         """Remove every node of the project (tests and tools)."""
 

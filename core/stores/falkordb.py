@@ -318,6 +318,14 @@ class FalkorDBStore(GraphStore):
         except redis.RedisError as exc:
             raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} does not answer: {exc}") from exc
 
+    def list_projects(self) -> list[str]:
+        try:
+            names = self._redis.execute_command("GRAPH.LIST")
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        names = [n.decode() if isinstance(n, bytes) else n for n in names]
+        return sorted(n[len(GRAPH_PREFIX):] for n in names if n.startswith(GRAPH_PREFIX))
+
     def drop_project(self, project_id: str) -> None:
         try:
             self._redis.delete(graph_key(project_id))

@@ -229,6 +229,14 @@ class Neo4jStore(GraphStore):
         except ValueError as exc:  # the driver's word for a malformed address
             raise GraphStoreError(f"bad Neo4j url {redact_url(self.url)}: {exc}") from exc
 
+    def list_projects(self) -> list[str]:
+        rows = self.read(
+            "",
+            "CALL { MATCH (t:Task) RETURN DISTINCT t.project_id AS p UNION "
+            "MATCH (d:Document) RETURN DISTINCT d.project_id AS p } RETURN p ORDER BY p",
+        )
+        return [r["p"] for r in rows if r["p"]]
+
     def drop_project(self, project_id: str) -> None:
         query = (
             "MATCH (n {project_id: $p}) "

@@ -461,3 +461,21 @@ def test_bulk_loading_checks_the_batch_and_writes_it_whole(world: World) -> None
     with pytest.raises(ValueError, match="choice_exists"):
         world.traces.load_decisions(bad_batch)
     assert world.traces.list_decisions("pick-db").page.count == 1  # nothing of the batch was written
+
+
+def test_counts_and_task_lists_for_an_overview(world: World) -> None:
+    root = world.record("pick-db", "db", "Postgres").decision
+    world.record("billing", "x", "y", supports=[dep(root)])
+    world.record("billing", "db", "MySQL", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    world.graph.update("adr", "changed")
+    counts = world.traces.review_counts()
+    assert counts == {"needs_review": 1, "unknown": 1, "queued": 1, "conflicts": 1}
+    assert all(type(n) is int for n in counts.values())
+    review_all(world)
+    assert world.traces.review_counts() == {"needs_review": 2, "unknown": 0, "queued": 0, "conflicts": 1}
+    tasks, more = world.history.list_tasks(search="BILL")
+    assert [t.name for t in tasks] == ["billing"] and not more
+    page, more = world.history.list_tasks(limit=1)
+    assert [t.name for t in page] == ["billing"] and more
+    assert [t.name for t in world.history.list_tasks(after_name="billing")[0]] == ["pick-db"]
+    assert world.history.count_tasks("open") == 2

@@ -72,6 +72,14 @@ def test_execute_applies_one_statement_and_returns_its_rows(store: GraphStore, i
     assert count(store, items) == 1
 
 
+def test_projects_are_listed_once_they_hold_data(store: GraphStore, project_id: str) -> None:
+    from core.history import ConversationHistory
+
+    assert project_id not in store.list_projects()
+    ConversationHistory(store, project_id=project_id, agent_id="a").create_task("t", goal="g")
+    assert project_id in store.list_projects()
+
+
 def test_unit_whose_later_write_fails_applies_nothing(store: GraphStore, items: str) -> None:
     store.write(items, "CREATE (:Item {project_id: $p, id: 'taken'})", {"p": items})
 

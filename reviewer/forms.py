@@ -1,0 +1,131 @@
+"""Forms of the review actions. Every form carries a request id, rendered
+once per page, so a double click or a retry acts once."""
+
+from __future__ import annotations
+
+import uuid
+
+from django import forms
+
+from core.decisions import DEFAULT_REAFFIRM_EXPLANATION
+from core.models import WriteErrorCode
+from core.models.retention import RetentionErrorCode
+
+TEXT_MAX = 20_000
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ActionForm(forms.Form):
+    request_id = forms.CharField(widget=forms.HiddenInput, max_length=64)
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class ReaffirmForm(ActionForm):
+    explanation = forms.CharField(
+        max_length=TEXT_MAX, initial=DEFAULT_REAFFIRM_EXPLANATION, widget=forms.Textarea(attrs={"rows": 2})
+    )
+
+
+class RejectForm(ActionForm):
+    reason = forms.CharField(
+        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Say why the decision is rejected."},
+    )
+
+    def clean_reason(self) -> str:
+        reason = self.cleaned_data["reason"].strip()
+        if not reason:
+            raise forms.ValidationError("Say why the decision is rejected.")
+        return reason
+
+
+class SupersedeForm(ActionForm):
+    conclusion = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
+    rationale = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 3}))
+    assumptions = forms.CharField(
+        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
+    )
+    open_questions = forms.CharField(
+        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
+    )
+    explanation = forms.CharField(
+        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Explain why this revision replaces the current one."},
+    )
+    keep = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Supports to keep")
+    add = forms.CharField(
+        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Supports to add",
+        help_text="One per line: an evidence id, “event TASK SEQ”, or “decision ID”.",
+    )
+
+    def __init__(self, *args: object, choices: list[tuple[str, str]] | None = None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["keep"].choices = choices or []
+
+    def assumption_list(self) -> list[str]:
+        return _lines(self.cleaned_data.get("assumptions", ""))
+
+    def question_list(self) -> list[str]:
+        return _lines(self.cleaned_data.get("open_questions", ""))
+
+    def added(self) -> list[str]:
+        return _lines(self.cleaned_data.get("add", ""))
+
+
+class RedactForm(ActionForm):
+    event_id = forms.UUIDField(widget=forms.HiddenInput)
+    reason = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
+    confirm = forms.BooleanField(
+        label="I understand the body is replaced for good.",
+        error_messages={"required": "Tick the box to confirm the redaction."},
+    )
+
+
+class DeleteTaskForm(ActionForm):
+    include_decisions = forms.BooleanField(required=False, initial=True, label="Delete its decisions too")
+    reason = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
+    confirm = forms.BooleanField(
+        label="I understand this cannot be undone.",
+        error_messages={"required": "Tick the box to confirm the deletion."},
+    )
+
+
+#: Refused writes as sentences a reviewer understands.
+WRITE_ERRORS: dict[WriteErrorCode, str] = {
+    WriteErrorCode.task_exists: "A task with this name already exists with another goal.",
+    WriteErrorCode.task_not_found: "The task no longer exists.",
+    WriteErrorCode.event_not_found: "That event does not exist.",
+    WriteErrorCode.support_required: "A decision needs between 1 and 20 supports.",
+    WriteErrorCode.support_invalid: "A support matches nothing in this project.",
+    WriteErrorCode.request_id_reused: "This form was already used for a different action. Reload the page and try again.",
+    WriteErrorCode.invalid_request_id: "This form is out of date. Reload the page and try again.",
+    WriteErrorCode.choice_exists: "This choice already has an active decision; supersede it instead.",
+    WriteErrorCode.supersede_target_invalid: "Someone already superseded or rejected this decision; it is no longer active.",
+    WriteErrorCode.explanation_required: "Explain why this revision replaces the current one.",
+    WriteErrorCode.support_malformed: "A support is not a valid evidence id or decision id.",
+    WriteErrorCode.support_not_fetched: "A cited passage could not be read in full.",
+    WriteErrorCode.support_out_of_scope: "A support lies outside this project.",
+    WriteErrorCode.support_document_not_found: "A cited document is no longer in the knowledge graph.",
+    WriteErrorCode.support_event_not_found: "A cited event does not exist or was redacted.",
+    WriteErrorCode.support_decision_not_found: "A cited decision does not exist in this project.",
+    WriteErrorCode.decision_not_found: "This decision does not exist.",
+    WriteErrorCode.decision_not_active: "Someone already superseded or rejected this decision; it is no longer active.",
+    WriteErrorCode.support_decision_not_active: "A cited decision is no longer active.",
+    WriteErrorCode.cannot_revalidate: (
+        "This decision cannot be reaffirmed: a cited text changed or is gone, its review is not finished, "
+        "or a decision it depends on is not clear. Supersede or reject it instead."
+    ),
+}
+
+RETENTION_ERRORS: dict[RetentionErrorCode, str] = {
+    RetentionErrorCode.event_not_found: "That event does not exist.",
+    RetentionErrorCode.task_not_found: "The task no longer exists.",
+    RetentionErrorCode.request_id_reused: "This form was already used for a different action. Reload the page and try again.",
+    RetentionErrorCode.invalid_request_id: "This form is out of date. Reload the page and try again.",
+}

@@ -1,0 +1,27 @@
+"""Template filters of the dashboard. Agent-written text is only ever
+rendered through Django's autoescaping."""
+
+from __future__ import annotations
+
+from django import template
+
+from reviewer.dashboard import REASON_LABELS, describe_cause
+
+register = template.Library()
+
+
+@register.filter
+def cause(value: str) -> str:
+    return describe_cause(value or "")
+
+
+@register.filter
+def reason(value: object) -> str:
+    key = getattr(value, "value", value)
+    return REASON_LABELS.get(str(key), "") if key else ""
+
+
+@register.filter
+def enum(value: object) -> str:
+    """An enum member as its stored string, with spaces for underscores."""
+    return str(getattr(value, "value", value) or "").replace("_", " ")
