@@ -189,7 +189,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         prev_url=_qs(filters, page - 1) if page > 1 else None,
         next_url=_qs(filters, page + 1) if page < pages else None,
         reasons=[(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
-        forms=_action_forms(), root_causes=p.traces.review_root_causes(limit=20),
+        forms=_action_forms(), counts=p.traces.review_counts(),
     ))
 
 

@@ -19,7 +19,14 @@ def new_request_id() -> str:
 
 
 class ActionForm(forms.Form):
+    """Field ids are prefixed with the form's name: a page carries several."""
+
     request_id = forms.CharField(widget=forms.HiddenInput, max_length=64)
+    prefix_id = "action"
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("auto_id", f"{self.prefix_id}_%s")
+        super().__init__(*args, **kwargs)
 
 
 def _lines(text: str) -> list[str]:
@@ -27,12 +34,16 @@ def _lines(text: str) -> list[str]:
 
 
 class ReaffirmForm(ActionForm):
+    prefix_id = "reaffirm"
+
     explanation = forms.CharField(
         max_length=TEXT_MAX, initial=DEFAULT_REAFFIRM_EXPLANATION, widget=forms.Textarea(attrs={"rows": 2})
     )
 
 
 class RejectForm(ActionForm):
+    prefix_id = "reject"
+
     reason = forms.CharField(
         max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why the decision is rejected."},
@@ -46,6 +57,8 @@ class RejectForm(ActionForm):
 
 
 class SupersedeForm(ActionForm):
+    prefix_id = "supersede"
+
     conclusion = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
     rationale = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 3}))
     assumptions = forms.CharField(
@@ -79,6 +92,8 @@ class SupersedeForm(ActionForm):
 
 
 class RedactForm(ActionForm):
+    prefix_id = "redact"
+
     event_id = forms.UUIDField(widget=forms.HiddenInput)
     reason = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
     confirm = forms.BooleanField(
@@ -88,6 +103,8 @@ class RedactForm(ActionForm):
 
 
 class DeleteTaskForm(ActionForm):
+    prefix_id = "delete"
+
     include_decisions = forms.BooleanField(required=False, initial=True, label="Delete its decisions too")
     reason = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
     confirm = forms.BooleanField(

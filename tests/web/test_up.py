@@ -13,20 +13,30 @@ from reviewer.store import reset_store
 
 
 @pytest.mark.django_db
-def test_up_prepares_a_local_dashboard_with_one_demo_login(settings) -> None:  # type: ignore[no-untyped-def]
+def test_up_prepares_a_local_dashboard_with_demo_data_and_a_login_per_role(settings) -> None:  # type: ignore[no-untyped-def]
+    from reviewer import demo
+    from reviewer.access import role_of
+    from reviewer.store import get_store
+
     reset_store()
+    for project in demo.PROJECTS:
+        get_store().drop_project(project)
     with override_settings(DEBUG=True):
         first, second = StringIO(), StringIO()
         call_command("up", "--no-run", stdout=first)
         call_command("up", "--no-run", stdout=second)
     text = first.getvalue()
     assert "Reviewer is at http://127.0.0.1:8000/" in text
-    login = [line for line in text.splitlines() if line.startswith("Demo login: demo / ")]
-    assert len(login) == 1
-    password = login[0].rsplit(" ", 1)[1]
-    assert User.objects.get(username="demo").check_password(password)
-    assert login[0] in second.getvalue()  # the same login, printed again, not a new user
-    assert User.objects.count() == 1
+    logins = [line for line in text.splitlines() if line.startswith("Demo login: ")]
+    assert [line.split()[2] for line in logins] == ["demo-viewer", "demo-reviewer", "demo-steward"]
+    for line in logins:
+        name, password = line.split()[2], line.split()[4]
+        user = User.objects.get(username=name)
+        assert user.check_password(password) and role_of(user) == name.split("-")[1]
+        assert set(user.project_grants.values_list("project_id", flat=True)) == set(demo.PROJECTS)
+    assert all(line in second.getvalue() for line in logins)  # printed again, no new users
+    assert User.objects.count() == 3
+    assert set(demo.PROJECTS) <= set(get_store().list_projects())
 
 
 @pytest.mark.django_db

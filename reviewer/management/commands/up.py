@@ -49,19 +49,38 @@ class Command(BaseCommand):
         call_command("runserver", addrport)
 
     def _demo_login(self) -> None:
-        """Local use only (DEBUG on, embedded store): a first login so a
-        newcomer can get in. Kept in the data directory, printed every run."""
+        """Local use only (DEBUG on, embedded store): the demo projects on
+        first start and a login for each role, kept in the data directory and
+        printed every run. A production configuration never gets these."""
         if not settings.DEBUG or not settings.REVIEWER_STORE_URL.startswith("falkordb+embedded"):
             return
+        from reviewer import demo
+        from reviewer.store import check_store
+
+        store = check_store()
+        if not set(store.list_projects()) & set(demo.PROJECTS):
+            self.stdout.write("Loading the demo projects…")
+            demo.seed(store)
         logins = settings.DATA_DIR / "demo-logins.txt"
         users = get_user_model()
-        if not logins.exists() and not users.objects.exists():
-            password = secrets.token_urlsafe(12)
-            users.objects.create_user("demo", password=password, is_staff=True)
+        if not logins.exists():
+            from django.contrib.auth.models import Group
+
+            from reviewer.models import ProjectGrant
+
+            lines = []
+            for name, role in (("demo-viewer", "viewer"), ("demo-reviewer", "reviewer"), ("demo-steward", "steward")):
+                if users.objects.filter(username=name).exists():
+                    continue
+                password = secrets.token_urlsafe(12)
+                user = users.objects.create_user(name, password=password)
+                user.groups.add(Group.objects.get_or_create(name=role)[0])
+                for project in demo.PROJECTS:
+                    ProjectGrant.objects.get_or_create(user=user, project_id=project)
+                lines.append(f"{name} {password}")
             fd = os.open(logins, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
-                fh.write(f"demo {password}\n")
-        if logins.exists():
-            for line in logins.read_text().splitlines():
-                name, _, password = line.partition(" ")
-                self.stdout.write(f"Demo login: {name} / {password}")
+                fh.write("".join(line + "\n" for line in lines))
+        for line in logins.read_text().splitlines():
+            name, _, password = line.partition(" ")
+            self.stdout.write(f"Demo login: {name} / {password}")
