@@ -72,6 +72,9 @@ HISTORY_MAX = 100
 REVIEW_BATCH_MAX = 100
 CONFLICT_GROUPS_MAX = 50
 CONFLICT_DECISIONS_MAX = 50
+#: Up to this many matching decisions, a queue page sorts them all; beyond,
+#: it reads widening ranges of the queue position index.
+QUEUE_SORT_LIMIT = 2000
 
 _SUPPORTS: TypeAdapter[list[Support]] = TypeAdapter(list[Support])
 _SUPPORT: TypeAdapter[Support] = TypeAdapter(Support)
@@ -425,9 +428,11 @@ class DecisionTraces:
             except _Refused as refused:
                 return RecordDecisionResult(recorded=False, error=refused.code)
             at = c.iso(c.now())
+            # what depended on the old revision should be looked at again
+            queued = _review.dependants(tx, [{"id": target, "cause": f"superseded:{target}", "depth": 0}])
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.active_key = null, "
-                "d.review_open = null, d.queued = null, d.queued_at = null, d.superseded_at = $at",
+                f"d.queued = null, d.queued_at = null, d.superseded_at = $at, d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "at": at},
             )
             decision = self._create(
@@ -439,8 +444,7 @@ class DecisionTraces:
             tx.write(
                 "MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)}
             )
-            # what depended on the old revision should be looked at again
-            _review.enqueue_dependants(tx, [{"id": target, "cause": f"superseded:{target}", "depth": 0}], at)
+            _review.enqueue(tx, queued, at, _review.Positions())
             self._write_choice(
                 tx, old["choice_key"], [*active, {"id": str(decision.id), "norm": normalized(conclusion)}], at
             )
@@ -476,14 +480,15 @@ class DecisionTraces:
                 return RejectDecisionResult(recorded=False, error=WriteErrorCode.decision_not_active)
             active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
             at = c.iso(c.now())
+            queued = _review.dependants(tx, [{"id": target, "cause": f"rejected:{target}", "depth": 0}])
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
                 "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear', d.review_reason = null, "
-                "d.active_key = null, d.review_open = null, d.queued = null, d.queued_at = null, "
-                "d.flagged_at = null, d.root_cause = null, d.flag_depth = null",
+                "d.active_key = null, d.queued = null, d.queued_at = null, "
+                f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
-            _review.enqueue_dependants(tx, [{"id": target, "cause": f"rejected:{target}", "depth": 0}], at)
+            _review.enqueue(tx, queued, at, _review.Positions())
             self._write_choice(tx, old["choice_key"], active, at)
             self._activity(tx, "reject", target, old["choice_key"], reason, at)
             decision = _decision(
@@ -556,8 +561,8 @@ class DecisionTraces:
                 )
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.supports = $supports, d.support_seq = $n, "
-                "d.review_state = 'clear', d.review_reason = null, d.review_open = null, d.flagged_at = null, "
-                "d.root_cause = null, d.flag_depth = null, d.reaffirmed_at = $at, d.reaffirmed_by = $by",
+                "d.review_state = 'clear', d.review_reason = null, d.reaffirmed_at = $at, d.reaffirmed_by = $by, "
+                f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "supports": _dump_supports(supports), "n": first + len(supports), "at": at,
                  "by": self.agent_id},
             )
@@ -785,8 +790,10 @@ class DecisionTraces:
 
         def work(tx: Tx) -> ReviewProgress:
             batch = tx.read(
+                # any queued decisions will do: sorting the whole queue would
+                # cost time in proportion to it
                 "MATCH (x:Decision) WHERE x.queued = true AND x.project_id = $p "
-                "WITH x ORDER BY x.queued_at, x.id LIMIT $n "
+                "WITH x LIMIT $n "
                 "OPTIONAL MATCH (x)-[:DEPENDS_ON]->(y:Decision) "
                 "RETURN x.id AS id, x.status AS status, x.review_state AS state, x.review_reason AS reason, "
                 "x.root_cause AS cause, x.flag_depth AS depth, collect([y.status, y.review_state, y.root_cause]) AS deps",
@@ -813,6 +820,7 @@ class DecisionTraces:
                 elif row["state"] != ReviewState.needs_review.value:
                     cleared.append(row["id"])
             ids = [row["id"] for row in batch]
+            queued = _review.dependants(tx, spread)  # a read: before the writes
             tx.write(
                 "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.queued = null, x.queued_at = null",
                 {"ids": ids},
@@ -824,12 +832,11 @@ class DecisionTraces:
                     "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause)",
                     {"rows": flag_rows, "at": at},
                 )
-                _review.enqueue_dependants(tx, spread, at)
+                _review.enqueue(tx, queued, at, _review.Positions())
             if cleared:
                 tx.write(
                     "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear', "
-                    "x.review_reason = null, x.review_open = null, x.flagged_at = null, x.root_cause = null, "
-                    "x.flag_depth = null",
+                    f"x.review_reason = null, x.{_review.LEAVE_QUEUE.replace(', ', ', x.')}",
                     {"ids": cleared},
                 )
             return ReviewProgress(
@@ -917,13 +924,41 @@ class DecisionTraces:
             where.append("d.root_cause = $cause")
             params["cause"] = root_cause
         match = f"MATCH (d:Decision) WHERE {' AND '.join(where)}"
-        count = self.store.read(self.project_id, f"{match} RETURN count(d) AS n", params)[0]["n"]
-        decisions = read_decisions(
-            self.store, self.project_id,
-            f"{match} WITH d ORDER BY d.flagged_at, d.flag_depth, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
-            params,
-        ) if count else []
+        stats = self.store.read(
+            self.project_id, f"{match} RETURN count(d) AS n, min(d.queue_pos) AS lo, max(d.queue_pos) AS hi", params
+        )[0]
+        count = stats["n"]
+        if not count or offset >= count:
+            return DecisionReviewList(count=count)
+        decisions = self._queue_page(where[1:], params, stats["lo"], stats["hi"], count)
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
+
+    def _queue_page(
+        self, where: list[str], params: dict[str, Any], lo: int, hi: int, count: int
+    ) -> list[Decision]:
+        """One page of the queue in ``queue_pos`` order. Sorting every flagged
+        decision costs time in proportion to the queue, so a long queue is read
+        through widening ranges of the position index, starting at its head:
+        a range that yields a full page holds every decision before the page's
+        end, so the page is exact."""
+        order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}"
+        if count > QUEUE_SORT_LIMIT:
+            width = 1024
+            for _ in range(5):
+                top = lo + width
+                rows = read_decisions(
+                    self.store, self.project_id,
+                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top AND {' AND '.join(where)} "
+                    + order,
+                    {**params, "lo": lo, "top": top},
+                )
+                if len(rows) == params["n"] or top > hi:
+                    return rows
+                width *= 64
+        return read_decisions(
+            self.store, self.project_id,
+            f"MATCH (d:Decision) WHERE d.review_open = true AND {' AND '.join(where)} {order}", params,
+        )
 
     def review_counts(self) -> dict[str, int]:
         """For an overview: decisions needing review, reading unknown, still
@@ -1112,6 +1147,7 @@ def write_new_decisions(
     events: list[dict[str, Any]] = []
     deps: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
+    positions = _review.Positions()
     for decision, resolved, explanation, supersedes in planned:
         did = str(decision.id)
         flagged = decision.review_state is not ReviewState.clear
@@ -1128,6 +1164,7 @@ def write_new_decisions(
             "active_key": f"{decision.task_id}\x1f{decision.choice_key}", "explanation": explanation,
             "supersedes": supersedes, "support_seq": len(decision.supports),
             "review_open": True if flagged else None, "flagged_at": at if flagged else None,
+            "queue_pos": positions.take(1)[0] if flagged else None,
             "flag_depth": 0 if flagged else None, "root_cause": f"recording:{did}" if flagged else None,
         })
         docs += [{"d": did, **link} for link in resolved.docs]

@@ -215,6 +215,8 @@ class Graph:
                         {"id": doc_id, "seq": seq},
                     )
                 ]
+            if flagged:  # reads first, so before this unit's writes
+                _review.flag(tx, flagged, ReviewReason.source_changed, f"document:{key}:{seq}", at)
             if doc is None:
                 tx.write(
                     "CREATE (:Document {id: $id, project_id: $p, key: $key, activation_seq: $seq, "
@@ -239,8 +241,6 @@ class Graph:
                  "hash": digest, "text": text, "length": len(text), "starts": starts, "at": at,
                  "author": self.agent_id},
             )
-            if flagged:
-                _review.flag(tx, flagged, ReviewReason.source_changed, f"document:{key}:{seq}", at)
             version = DocumentVersion(
                 document_key=key, document_node_id=doc_id, activation_seq=seq, content_hash=digest,
                 length=len(text), chunk_count=len(starts), created_at=at, author=self.agent_id,
@@ -271,13 +271,13 @@ class Graph:
                 )
             ]
             at = c.iso(c.now())
+            if flagged:  # reads first, so before this unit's writes
+                _review.flag(tx, flagged, ReviewReason.source_removed, f"document-deleted:{key}:{rows[0]['seq']}", at)
             tx.write("MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at})
             tx.write(
                 "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
                 {"id": doc_id, "at": at},
             )
-            if flagged:
-                _review.flag(tx, flagged, ReviewReason.source_removed, f"document-deleted:{key}:{rows[0]['seq']}", at)
             return DocumentWriteResult(recorded=True, flagged_decision_ids=sorted(flagged))
 
         return self.store.transact(self.project_id, work)

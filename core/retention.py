@@ -79,12 +79,12 @@ class HistoryRetention:
             )
             task = tx.read("MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": rows[0]["task_id"]})
             at = c.iso(c.now())
+            if flagged:  # reads first, so before this unit's writes
+                _review.flag(tx, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
             tx.write(
                 "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by",
                 {"id": eid, "marker": REDACTED, "at": at, "by": self.agent_id},
             )
-            if flagged:
-                _review.flag(tx, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
             label = f"{task[0]['name'] if task else '?'} #{rows[0]['seq']}"
             _review.log_activity(tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at)
             result = RetentionResult(recorded=True, affected_decision_ids=flagged)

@@ -479,3 +479,45 @@ def test_counts_and_task_lists_for_an_overview(world: World) -> None:
     assert [t.name for t in page] == ["billing"] and more
     assert [t.name for t in world.history.list_tasks(after_name="billing")[0]] == ["pick-db"]
     assert world.history.count_tasks("open") == 2
+
+
+@pytest.mark.parametrize("sort_limit", [0, 10_000])
+def test_the_queue_reads_oldest_first_and_pages_exactly(
+    world: World, monkeypatch: pytest.MonkeyPatch, sort_limit: int
+) -> None:
+    # with a limit of 0 every page goes through the position index ranges
+    import core.decisions
+
+    monkeypatch.setattr(core.decisions, "QUEUE_SORT_LIMIT", sort_limit)
+    world.graph.add("a", "alpha text")
+    world.graph.add("b", "beta text")
+    cite_a, _ = world.cite("a", "alpha")
+    cite_b, _ = world.cite("b", "beta")
+    items = [{"task_name": "pick-db", "choice_key": f"a{i:02d}", "conclusion": "c", "rationale": "r",
+              "supports": [cite_a]} for i in range(25)]
+    items += [{"task_name": "billing", "choice_key": f"b{i:02d}", "conclusion": "c", "rationale": "r",
+               "supports": [cite_b]} for i in range(15)]
+    made = world.traces.load_decisions(items)
+    kids = world.traces.load_decisions([{"task_name": "billing", "choice_key": f"kid{i}", "conclusion": "c",
+                                         "rationale": "r", "supports": [dep(made[i])]} for i in range(3)])
+    world.graph.update("b", "beta changed")   # flagged first
+    world.graph.update("a", "alpha changed")  # then these, and their dependants queued
+    seen: list[str] = []
+    offset = 0
+    while True:
+        page = world.traces.list_decisions_for_review(offset=offset)
+        seen += [d.choice_key for d in page.decisions]
+        offset += 20
+        if not page.truncated:
+            break
+    assert page.count == 43 and len(seen) == 43 and len(set(seen)) == 43
+    b_keys, a_keys = [f"b{i:02d}" for i in range(15)], [f"a{i:02d}" for i in range(25)]
+    assert sorted(seen[:15]) == b_keys and sorted(seen[15:40]) == a_keys  # oldest flag first
+    assert sorted(seen[40:]) == ["kid0", "kid1", "kid2"]  # roots before what they flagged
+    only_b = world.traces.list_decisions_for_review("billing")
+    assert only_b.count == 18 and [d.choice_key for d in only_b.decisions][:15] == seen[:15]
+    assert world.traces.reaffirm_decision(str(made[30].id)).recorded  # "beta" is still in the text
+    world.traces.reject_decision(str(made[15].id), reason="gone")
+    rest = world.traces.list_decisions_for_review(limit=20, offset=20)
+    assert world.traces.list_decisions_for_review().count == 41 and rest.count == 41
+    assert "b05" not in [d.choice_key for d in rest.decisions] and "a15" not in [d.choice_key for d in rest.decisions]
