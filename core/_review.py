@@ -42,6 +42,7 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
+        NodeIndex("ReviewQueue", ("id",), unique=True),
         NodeIndex("Activity", ("id",), unique=True),
         NodeIndex("Activity", ("project_id",)),
     ),
@@ -82,22 +83,40 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {s["id"]: s for s in sources}
     rows = tx.read(
         "UNWIND $ids AS id MATCH (y:Decision {id: id}) WITH y MATCH (y)<-[:DEPENDS_ON]-(x:Decision) "
-        "WHERE x.status = 'active' RETURN x.id AS id, y.id AS source ORDER BY x.id, y.id",
+        "WHERE x.status = 'active' RETURN x.id AS id, y.id AS source, x.review_open AS open ORDER BY x.id, y.id",
         {"ids": sorted(by_id)},
     )
     found: dict[str, dict[str, Any]] = {}
     for row in rows:
         if row["id"] not in found:
             src = by_id[row["source"]]
-            found[row["id"]] = {"id": row["id"], "cause": src.get("cause"), "depth": (src.get("depth") or 0) + 1}
+            found[row["id"]] = {"id": row["id"], "cause": src.get("cause"), "depth": (src.get("depth") or 0) + 1,
+                                "open": bool(row["open"])}
     return list(found.values())
 
 
-def flag(tx: Tx, ids: list[str], reason: ReviewReason, cause: str, at: str, *, spread: bool = True) -> None:
+def flag(
+    tx: Tx,
+    project_id: str,
+    ids: list[str],
+    reason: ReviewReason,
+    cause: str,
+    at: str,
+    *,
+    spread: bool = True,
+    opening: int | None = None,
+) -> None:
     """Flag active decisions ``needs_review`` for ``reason``; with ``spread``,
-    queue the active decisions that depend on them. It reads first, so call
-    it before the unit's first write."""
+    queue the active decisions that depend on them. ``opening`` (how many of
+    ``ids`` are not in the queue yet) saves a read when the caller has it.
+    It reads first, so call it before the unit's first write."""
     queued = dependants(tx, [{"id": i, "cause": cause, "depth": 0} for i in ids]) if spread else []
+    if opening is None:
+        opening = tx.read(
+            "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.status = 'active' AND d.review_open IS NULL "
+            "RETURN count(d) AS n",
+            {"ids": ids},
+        )[0]["n"]
     positions = Positions()
     tx.write(
         "UNWIND $rows AS r MATCH (d:Decision {id: r.id}) WHERE d.status = 'active' "
@@ -107,23 +126,52 @@ def flag(tx: Tx, ids: list[str], reason: ReviewReason, cause: str, at: str, *, s
         {"rows": [{"id": i, "pos": pos} for i, pos in zip(ids, positions.take(len(ids)))],
          "reason": reason.value, "cause": cause, "at": at},
     )
-    enqueue(tx, queued, at, positions)
+    flagged = set(ids)
+    enqueue(tx, project_id, [r for r in queued if r["id"] not in flagged], at, positions, opening=opening)
 
 
-def enqueue(tx: Tx, rows: list[dict[str, Any]], at: str, positions: Positions) -> None:
+def enqueue(
+    tx: Tx, project_id: str, rows: list[dict[str, Any]], at: str, positions: Positions, *, opening: int = 0
+) -> None:
     """Queue decisions for review (rows from :func:`dependants`); the clear
-    ones read ``unknown`` until the review reaches them."""
-    if not rows:
-        return
-    tx.write(
-        "UNWIND $rows AS r MATCH (x:Decision {id: r.id}) WHERE x.status = 'active' "
-        "SET x.queued = true, x.queued_at = coalesce(x.queued_at, $at), x.review_open = true, "
-        "x.queue_pos = coalesce(x.queue_pos, r.pos), "
-        "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause), "
-        "x.flag_depth = coalesce(x.flag_depth, r.depth), "
-        "x.review_state = CASE WHEN x.review_state = 'clear' THEN 'unknown' ELSE x.review_state END",
-        {"rows": [{**r, "pos": pos} for r, pos in zip(rows, positions.take(len(rows)))], "at": at},
-    )
+    ones read ``unknown`` until the review reaches them. ``opening``: how
+    many other decisions this unit put in the queue, for its count."""
+    if rows:
+        tx.write(
+            "UNWIND $rows AS r MATCH (x:Decision {id: r.id}) WHERE x.status = 'active' "
+            "SET x.queued = true, x.queued_at = coalesce(x.queued_at, $at), x.review_open = true, "
+            "x.queue_pos = coalesce(x.queue_pos, r.pos), "
+            "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause), "
+            "x.flag_depth = coalesce(x.flag_depth, r.depth), "
+            "x.review_state = CASE WHEN x.review_state = 'clear' THEN 'unknown' ELSE x.review_state END",
+            {"rows": [{"id": r["id"], "cause": r["cause"], "depth": r["depth"], "pos": pos}
+                      for r, pos in zip(rows, positions.take(len(rows)))], "at": at},
+        )
+    count_open(tx, project_id, opening + sum(1 for r in rows if not r.get("open")))
+
+
+def queue_node_id(project_id: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://reviewer.invalid/queue/{project_id}"))
+
+
+def count_open(tx: Tx, project_id: str, delta: int) -> None:
+    """Keep the number of decisions in the review queue on a node, where the
+    store runs units one at a time (see ``GraphStore.serializable_units``):
+    the queue page then need not count ten thousand index entries."""
+    if delta and tx.serializable:
+        tx.write(
+            "MERGE (q:ReviewQueue {id: $id}) ON CREATE SET q.project_id = $p, q.open = 0 "
+            "SET q.open = q.open + $delta",
+            {"id": queue_node_id(project_id), "p": project_id, "delta": delta},
+        )
+
+
+def open_count(store: Any, project_id: str) -> int | None:
+    """The kept count of the review queue, or None where it is not kept."""
+    if not store.serializable_units:
+        return None
+    rows = store.read(project_id, "MATCH (q:ReviewQueue {id: $id}) RETURN q.open AS n", {"id": queue_node_id(project_id)})
+    return rows[0]["n"] if rows else 0
 
 
 #: The Cypher that takes a decision out of the review queue.

@@ -75,6 +75,8 @@ CONFLICT_DECISIONS_MAX = 50
 #: Up to this many matching decisions, a queue page sorts them all; beyond,
 #: it reads widening ranges of the queue position index.
 QUEUE_SORT_LIMIT = 2000
+#: The remembered head of each project's review queue (see ``_queue_page``).
+_QUEUE_HEADS: dict[tuple[int, str], int] = {}
 
 _SUPPORTS: TypeAdapter[list[Support]] = TypeAdapter(list[Support])
 _SUPPORT: TypeAdapter[Support] = TypeAdapter(Support)
@@ -165,6 +167,11 @@ class DecisionTraces:
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
         store.ensure_schema(self.project_id, HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA)
 
+    def _scope(self, var: str) -> str:
+        """The project filter a query needs on a store that keeps every
+        project in one graph (nothing on FalkorDB: a graph per project)."""
+        return "" if self.store.graph_per_project else f" AND {var}.project_id = $p"
+
     # -- supports ---------------------------------------------------------
 
     def _resolve(self, tx: Tx, inputs: list[Any], fetched: list[FetchResult]) -> _Resolved:
@@ -245,7 +252,7 @@ class DecisionTraces:
     def _read_decision(self, tx: Tx | None, did: str) -> dict[str, Any] | None:
         query = (
             f"MATCH (d:Decision {{id: $id}}) WHERE d.project_id = $p RETURN {_DECISION_FIELDS}, "
-            "d.queued AS queued, d.support_seq AS support_seq, d.root_cause AS root_cause"
+            "d.queued AS queued, d.support_seq AS support_seq, d.root_cause AS root_cause, d.review_open AS review_open"
         )
         params = {"id": did, "p": self.project_id}
         rows = tx.read(query, params) if tx is not None else self.store.read(self.project_id, query, params)
@@ -444,7 +451,7 @@ class DecisionTraces:
             tx.write(
                 "MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)}
             )
-            _review.enqueue(tx, queued, at, _review.Positions())
+            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), opening=-1 if old["review_open"] else 0)
             self._write_choice(
                 tx, old["choice_key"], [*active, {"id": str(decision.id), "norm": normalized(conclusion)}], at
             )
@@ -488,7 +495,7 @@ class DecisionTraces:
                 f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
-            _review.enqueue(tx, queued, at, _review.Positions())
+            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), opening=-1 if old["review_open"] else 0)
             self._write_choice(tx, old["choice_key"], active, at)
             self._activity(tx, "reject", target, old["choice_key"], reason, at)
             decision = _decision(
@@ -566,6 +573,7 @@ class DecisionTraces:
                 {"id": target, "supports": _dump_supports(supports), "n": first + len(supports), "at": at,
                  "by": self.agent_id},
             )
+            _review.count_open(tx, self.project_id, -1 if old["review_open"] else 0)
             self._activity(tx, "reaffirm", target, old["choice_key"], explanation, at)
             decision = _decision(
                 {**old, "review_state": ReviewState.clear.value, "review_reason": None,
@@ -792,7 +800,7 @@ class DecisionTraces:
             batch = tx.read(
                 # any queued decisions will do: sorting the whole queue would
                 # cost time in proportion to it
-                "MATCH (x:Decision) WHERE x.queued = true AND x.project_id = $p "
+                f"MATCH (x:Decision) WHERE x.queued = true{self._scope('x')} "
                 "WITH x LIMIT $n "
                 "OPTIONAL MATCH (x)-[:DEPENDS_ON]->(y:Decision) "
                 "RETURN x.id AS id, x.status AS status, x.review_state AS state, x.review_reason AS reason, "
@@ -800,7 +808,7 @@ class DecisionTraces:
                 {"p": self.project_id, "n": limit},
             )
             if not batch:
-                return ReviewProgress(moved=0, remaining=0)
+                return ReviewProgress(moved=0, more=False)
             at = c.iso(c.now())
             flag_rows: list[dict[str, Any]] = []
             spread: list[dict[str, Any]] = []
@@ -825,14 +833,14 @@ class DecisionTraces:
                 "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.queued = null, x.queued_at = null",
                 {"ids": ids},
             )
-            if flag_rows:
+            if flag_rows:  # queued decisions are in the queue already: no new count
                 tx.write(
                     "UNWIND $rows AS r MATCH (x:Decision {id: r.id}) SET x.review_state = 'needs_review', "
                     "x.review_reason = 'dependency_review', x.review_open = true, "
                     "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause)",
                     {"rows": flag_rows, "at": at},
                 )
-                _review.enqueue(tx, queued, at, _review.Positions())
+            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), opening=-len(cleared))
             if cleared:
                 tx.write(
                     "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear', "
@@ -840,16 +848,11 @@ class DecisionTraces:
                     {"ids": cleared},
                 )
             return ReviewProgress(
-                moved=len(ids), flagged=sorted(r["id"] for r in flag_rows), cleared=sorted(cleared), remaining=-1
+                moved=len(ids), flagged=sorted(r["id"] for r in flag_rows), cleared=sorted(cleared),
+                more=len(batch) == limit or bool(queued),
             )
 
-        progress = self.store.transact(self.project_id, work)
-        remaining = self.store.read(
-            self.project_id,
-            "MATCH (x:Decision) WHERE x.queued = true AND x.project_id = $p RETURN count(x) AS n",
-            {"p": self.project_id},
-        )[0]["n"]
-        return progress.model_copy(update={"remaining": remaining})
+        return self.store.transact(self.project_id, work)
 
     # -- reads ------------------------------------------------------------
 
@@ -909,7 +912,7 @@ class DecisionTraces:
         reason_value = c.enum_value(ReviewReason, reason, "reason").value if reason is not None else None
         state_value = c.enum_value(ReviewState, state, "state").value if state is not None else None
         root_cause = c.optional_text(root_cause, "root_cause")
-        where = ["d.review_open = true", "d.project_id = $p"]
+        where = ["d.review_open = true"] + ([] if self.store.graph_per_project else ["d.project_id = $p"])
         params: dict[str, Any] = {"p": self.project_id, "skip": offset, "n": limit}
         if task_name is not None:
             where.append("d.task_id = $tid")
@@ -924,40 +927,58 @@ class DecisionTraces:
             where.append("d.root_cause = $cause")
             params["cause"] = root_cause
         match = f"MATCH (d:Decision) WHERE {' AND '.join(where)}"
-        stats = self.store.read(
-            self.project_id, f"{match} RETURN count(d) AS n, min(d.queue_pos) AS lo, max(d.queue_pos) AS hi", params
-        )[0]
-        count = stats["n"]
+        whole_queue = len(where) == (1 if self.store.graph_per_project else 2)
+        kept = _review.open_count(self.store, self.project_id) if whole_queue else None
+        count = kept if kept is not None else self.store.read(
+            self.project_id, f"{match} RETURN count(d) AS n", params
+        )[0]["n"]
         if not count or offset >= count:
             return DecisionReviewList(count=count)
-        decisions = self._queue_page(where[1:], params, stats["lo"], stats["hi"], count)
+        decisions = self._queue_page(where[1:], params, count, whole_queue=whole_queue)
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
 
     def _queue_page(
-        self, where: list[str], params: dict[str, Any], lo: int, hi: int, count: int
+        self, where: list[str], params: dict[str, Any], count: int, *, whole_queue: bool
     ) -> list[Decision]:
-        """One page of the queue in ``queue_pos`` order. Sorting every flagged
-        decision costs time in proportion to the queue, so a long queue is read
-        through widening ranges of the position index, starting at its head:
-        a range that yields a full page holds every decision before the page's
-        end, so the page is exact."""
+        """One page of the queue in ``queue_pos`` order.
+
+        Sorting every flagged decision costs time in proportion to the queue,
+        so a long queue is read through widening ranges of the position index
+        from its head; a range that yields a full page holds every decision
+        before the page's end, so the page is exact. The head (the lowest
+        position still queued) is remembered per project and checked with a
+        count of the empty range below it: positions only grow, and a
+        decision leaving the queue only moves the head up."""
         order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}"
+        filters = "".join(f" AND {w}" for w in where)
         if count > QUEUE_SORT_LIMIT:
+            key = (id(self.store), self.project_id)
+            head = _QUEUE_HEADS.get(key)
+            if head is not None and self.store.read(
+                self.project_id, "MATCH (d:Decision) WHERE d.queue_pos < $head RETURN count(d) AS n", {"head": head}
+            )[0]["n"]:
+                head = None  # something entered below it (a clock set back): find it again
+            if head is None:
+                head = self.store.read(
+                    self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} "
+                    "RETURN min(d.queue_pos) AS lo", params,
+                )[0]["lo"]
+            end = _review.Positions().base + (60_000 << 20)  # a minute from now: past every position
             width = 1024
-            for _ in range(5):
-                top = lo + width
-                rows = read_decisions(
-                    self.store, self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top AND {' AND '.join(where)} "
-                    + order,
-                    {**params, "lo": lo, "top": top},
+            while head is not None and head < end:
+                rows = self.store.read(
+                    self.project_id,
+                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
+                    f"{order}, d.queue_pos AS pos",
+                    {**params, "lo": head, "top": head + width},
                 )
-                if len(rows) == params["n"] or top > hi:
-                    return rows
+                if rows and whole_queue and params["skip"] == 0:
+                    _QUEUE_HEADS[key] = rows[0]["pos"]  # the head of the whole queue
+                if len(rows) == params["n"] or head + width >= end:
+                    return [_decision(r) for r in rows]
                 width *= 64
         return read_decisions(
-            self.store, self.project_id,
-            f"MATCH (d:Decision) WHERE d.review_open = true AND {' AND '.join(where)} {order}", params,
+            self.store, self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params,
         )
 
     def review_counts(self) -> dict[str, int]:
@@ -1194,6 +1215,7 @@ def write_new_decisions(
         )
     if records:
         tx.write("UNWIND $rows AS r CREATE (s:SupportRecord) SET s = r", {"rows": records})
+    _review.count_open(tx, project_id, sum(1 for n in nodes if n["review_open"]))
 
 
 def _reused(result_type: Any) -> Any:

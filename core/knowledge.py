@@ -205,18 +205,18 @@ class Graph:
                 return DocumentWriteResult(recorded=True, version=self._version(tx, doc_id, doc["seq"]))
             seq = (doc["seq"] if doc else 0) + 1
             at = c.iso(c.now())
-            flagged: list[str] = []
+            citing: list[dict[str, Any]] = []
             if doc is not None and live:
-                flagged = [
-                    r["id"]
-                    for r in tx.read(
-                        "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-                        "WHERE d.status = 'active' AND r.seq < $seq RETURN DISTINCT d.id AS id",
-                        {"id": doc_id, "seq": seq},
-                    )
-                ]
+                citing = tx.read(
+                    "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
+                    "WHERE d.status = 'active' AND r.seq < $seq RETURN DISTINCT d.id AS id, d.review_open AS open",
+                    {"id": doc_id, "seq": seq},
+                )
+            flagged = [r["id"] for r in citing]
             if flagged:  # reads first, so before this unit's writes
-                _review.flag(tx, flagged, ReviewReason.source_changed, f"document:{key}:{seq}", at)
+                cause = f"document:{key}:{seq}"
+                _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at,
+                             opening=sum(1 for r in citing if not r["open"]))
             if doc is None:
                 tx.write(
                     "CREATE (:Document {id: $id, project_id: $p, key: $key, activation_seq: $seq, "
@@ -262,17 +262,17 @@ class Graph:
             )
             if not rows:
                 return DocumentWriteResult(recorded=False, error=DocumentErrorCode.document_not_found)
-            flagged = [
-                r["id"]
-                for r in tx.read(
-                    "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[:CITES_DOC]-(d:Decision) WHERE d.status = 'active' "
-                    "RETURN DISTINCT d.id AS id",
-                    {"id": doc_id},
-                )
-            ]
+            citing = tx.read(
+                "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[:CITES_DOC]-(d:Decision) "
+                "WHERE d.status = 'active' RETURN DISTINCT d.id AS id, d.review_open AS open",
+                {"id": doc_id},
+            )
+            flagged = [r["id"] for r in citing]
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
-                _review.flag(tx, flagged, ReviewReason.source_removed, f"document-deleted:{key}:{rows[0]['seq']}", at)
+                cause = f"document-deleted:{key}:{rows[0]['seq']}"
+                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, cause, at,
+                             opening=sum(1 for r in citing if not r["open"]))
             tx.write("MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at})
             tx.write(
                 "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",

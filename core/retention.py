@@ -80,7 +80,7 @@ class HistoryRetention:
             task = tx.read("MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": rows[0]["task_id"]})
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
-                _review.flag(tx, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
+                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
             tx.write(
                 "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by",
                 {"id": eid, "marker": REDACTED, "at": at, "by": self.agent_id},
@@ -101,7 +101,8 @@ class HistoryRetention:
         if not task:
             return {}
         steps = read("MATCH (s:Step {task_id: $id}) RETURN count(s) AS n", {"id": tid})[0]["n"]
-        own = [r["id"] for r in read("MATCH (d:Decision {task_id: $id}) RETURN d.id AS id", {"id": tid})]
+        own_rows = read("MATCH (d:Decision {task_id: $id}) RETURN d.id AS id, d.review_open AS open", {"id": tid})
+        own = [r["id"] for r in own_rows]
         # decisions elsewhere that cite an event of the task, or (when they go
         # too) one of its decisions
         citing = read(
@@ -117,6 +118,7 @@ class HistoryRetention:
             )
         return {
             "name": task[0]["name"], "events": task[0]["events"], "steps": steps, "own": own,
+            "own_open": sum(1 for r in own_rows if r["open"]),
             "flagged": sorted({r["id"] for r in citing}),
         }
 
@@ -176,12 +178,13 @@ class HistoryRetention:
                 )
             at = c.iso(c.now())
             if plan["flagged"]:
-                _review.flag(tx, plan["flagged"], ReviewReason.source_removed, f"deletion:{task_name}", at, spread=False)
+                _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, f"deletion:{task_name}", at, spread=False)
             if include_decisions:
                 tx.write(
                     "MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": plan["own"]}
                 )
                 tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
+                _review.count_open(tx, self.project_id, -plan["own_open"])
             else:
                 tx.write(
                     "MATCH (d:Decision {task_id: $id}) SET d.task_deleted_at = $at", {"id": tid, "at": at}

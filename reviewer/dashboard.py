@@ -494,7 +494,7 @@ def sweep(request: HttpRequest, project: str) -> HttpResponse:
     for _ in range(50):
         step = p.traces.continue_decision_review()
         moved += step.moved
-        if not step.moved or not step.remaining:
+        if not step.moved or not step.more:
             break
     messages.success(request, f"Review moved {moved} queued decisions on.")
     return redirect("overview", project=p.id)

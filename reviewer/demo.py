@@ -226,11 +226,12 @@ def _acme(p: _Project) -> None:
     # what changed afterwards: the review work
     p.graph.update("adr/0003-orders-database", "Status: accepted, reviewed 2026-11.\n\n" + ADR_ORDERS)
     p.graph.update("runbook/payments-oncall", RUNBOOK.replace("within 15 minutes", "within 5 minutes"))
+    p.traces.continue_decision_review(limit=2)  # a sweep ran between the changes...
     p.graph.delete("policy/data-retention")
     incident = p.history.fetch_event("incident-2026-11-12-followup", 1).event
     p.retention.redact_event(str(incident.id), reason="Customer personal data in a chat message",
                              request_id="demo:redact:incident-1")
-    p.traces.continue_decision_review(limit=2)  # a partial sweep: some decisions still read unknown
+    # ...and none since the redaction: what depends on the incident's root cause still reads unknown
 
 
 def _globex(p: _Project) -> None:

@@ -183,7 +183,9 @@ class ReviewProgress(Model):
     moved: int
     flagged: list[str] = []
     cleared: list[str] = []
-    remaining: int = 0
+    #: Whether decisions may still wait (call again); ``review_counts()``
+    #: gives how many.
+    more: bool = False
 
 
 class Revision(Model):

@@ -125,6 +125,8 @@ class Tx:
     """
 
     writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: see ``GraphStore.serializable_units``
+    serializable: bool = False
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         if self.writes:
@@ -163,6 +165,13 @@ class GraphStore(ABC):
     #: Neo4j both are one transaction, and racing compare-and-set statements
     #: wait on each other's locks, so services use units there.
     fast_single_writes: bool = False
+    #: Whether each project is a graph of its own (FalkorDB), so a query need
+    #: not filter on ``project_id`` (Neo4j keeps every project in one graph).
+    graph_per_project: bool = False
+    #: Whether units of one project run as if one at a time (FalkorDB's WATCH
+    #: aborts a unit when anything in the graph changed), so a counter a unit
+    #: reads and rewrites stays exact. Neo4j locks only what a unit locks.
+    serializable_units: bool = False
 
     @abstractmethod
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:

@@ -65,7 +65,7 @@ def _is_constraint_error(message: str) -> bool:
 
 class _FalkorTx(Tx):
     def __init__(self, store: FalkorDBStore, pipe: Any, graph: Any) -> None:
-        super().__init__()
+        super().__init__(serializable=True)
         self._store = store
         self._pipe = pipe
         self._graph = graph
@@ -81,6 +81,8 @@ class _FalkorTx(Tx):
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
     fast_single_writes = True
+    graph_per_project = True
+    serializable_units = True
 
     def __init__(
         self,
@@ -135,7 +137,7 @@ class FalkorDBStore(GraphStore):
         *,
         read_only: bool,
     ) -> list[Row]:
-        text = graph._build_params_header(dict(params)) + query if params else query
+        text = params_header(params) + query if params else query
         command = "GRAPH.RO_QUERY" if read_only else "GRAPH.QUERY"
         try:
             raw = execute(command, graph.name, text, "--compact")
@@ -198,7 +200,7 @@ class FalkorDBStore(GraphStore):
                     if not tx.writes:
                         return result
                     query, params = combine_writes(tx.writes)
-                    text = graph._build_params_header(params) + query if params else query
+                    text = params_header(params) + query if params else query
                     pipe.multi()
                     pipe.execute_command("GRAPH.QUERY", key, text, "--compact")
                     (reply,) = pipe.execute(raise_on_error=False)
@@ -364,6 +366,32 @@ def combine_writes(writes: list[tuple[str, dict[str, Any]]]) -> tuple[str, dict[
             merged[f"w{i}_{name}"] = params[name]
         parts.append(text)
     return " ".join(f"{part} WITH count(*) AS _w{i}" for i, part in enumerate(parts)) + " RETURN 1", merged
+
+
+def params_header(params: Mapping[str, Any]) -> str:
+    """The ``CYPHER name=value ...`` header that carries a query's parameters,
+    as the client builds it, but without its per-value checks: a flag of ten
+    thousand decisions sends ten thousand ids. Names come from our own code."""
+    return "CYPHER " + "".join(f"`{name}`={_literal(value)} " for name, value in params.items())
+
+
+def _literal(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int or kind is float:
+        return repr(value)
+    if kind is list or kind is tuple:
+        return "[" + ",".join([_literal(v) for v in value]) + "]"
+    if kind is dict:
+        return "{" + ",".join([f"`{k}`:{_literal(v)}" for k, v in value.items()]) + "}"
+    from falkordb.helpers import stringify_param_value
+
+    return stringify_param_value(value)
 
 
 class _NotScalar(Exception):

@@ -211,7 +211,8 @@ def test_a_document_update_flags_citers_and_review_spreads_one_step_per_call(wor
     assert state(world, loner)[1] is ReviewState.clear
 
     step = world.traces.continue_decision_review()
-    assert step.moved == 1 and step.flagged == [str(mid.id)] and step.remaining == 1
+    assert step.moved == 1 and step.flagged == [str(mid.id)] and step.more
+    assert world.traces.review_counts()["queued"] == 1
     assert state(world, mid)[1:] == (ReviewState.needs_review, ReviewReason.dependency_review)
     assert state(world, leaf)[1] is ReviewState.unknown
     world.traces.continue_decision_review()
@@ -230,7 +231,7 @@ def test_review_can_be_interrupted_and_resumed(world: World) -> None:
     world.graph.delete("adr")
     assert state(world, root)[1:] == (ReviewState.needs_review, ReviewReason.source_removed)
     first = world.traces.continue_decision_review(limit=2)
-    assert first.moved == 2 and first.remaining == 3
+    assert first.moved == 2 and first.more and world.traces.review_counts()["queued"] == 3
     # a new reviewer object (another process) carries on
     rest = DecisionTraces(world.store, project_id=world.project_id, agent_id="cron")
     assert rest.continue_decision_review().moved == 3
@@ -521,3 +522,44 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     rest = world.traces.list_decisions_for_review(limit=20, offset=20)
     assert world.traces.list_decisions_for_review().count == 41 and rest.count == 41
     assert "b05" not in [d.choice_key for d in rest.decisions] and "a15" not in [d.choice_key for d in rest.decisions]
+
+
+def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) -> None:
+    def check() -> None:
+        direct = world.store.read(
+            world.project_id,
+            "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p RETURN count(d) AS n",
+            {"p": world.project_id},
+        )[0]["n"]
+        assert world.traces.list_decisions_for_review().count == direct
+
+    root = world.record("pick-db", "db", "Postgres").decision
+    mid = world.record("pick-db", "ops", "One DBA", supports=[dep(root)]).decision
+    world.record("billing", "team", "A", supports=[dep(mid)])
+    ev = world.record("billing", "lang", "Python", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+    check()
+    world.graph.update("adr", "Preface.\n\n" + ADR)
+    check()
+    world.traces.continue_decision_review(limit=1)
+    check()
+    review_all(world)
+    check()
+    world.traces.reaffirm_decision(str(root.id))
+    check()
+    world.graph.update("adr", "changed entirely")
+    check()
+    world.traces.reject_decision(str(mid.id), reason="no")
+    check()
+    world.retention.redact_event(c.event_id(c.task_id(world.project_id, "pick-db"), 1))
+    check()
+    world.traces.supersede_decision(str(ev.id), conclusion="Go", rationale="r", explanation="e",
+                                    supports=[dep(root)])
+    check()
+    child = world.record("billing", "late", "x", supports=[dep(root)]).decision  # recorded flagged
+    assert child.review_state is ReviewState.needs_review
+    check()
+    review_all(world)
+    world.retention.delete_task("billing")
+    check()
+    world.graph.delete("adr")
+    check()
