@@ -1070,17 +1070,22 @@ class DecisionTraces:
             supports=supports, truncated=truncated, next_after_ordinal=rows[limit - 1]["ordinal"] if truncated else None
         )
 
-    def list_conflicts(self, *, task_name: str | None = None, max_groups: int = CONFLICT_GROUPS_MAX) -> ConflictList:
+    def list_conflicts(
+        self, *, task_name: str | None = None, max_groups: int = CONFLICT_GROUPS_MAX, after_key: str | None = None
+    ) -> ConflictList:
         """Choice keys whose active decisions in different tasks reach
-        different conclusions: at most 50 groups of at most 50 decisions."""
+        different conclusions: at most 50 groups of at most 50 decisions.
+        Beyond the seed: ``after_key`` pages on through the groups."""
         task_name = c.optional_text(task_name, "task_name")
+        after_key = c.optional_text(after_key, "after_key")
         max_groups = c.clamp(max_groups, CONFLICT_GROUPS_MAX, CONFLICT_GROUPS_MAX, "max_groups")
         if task_name is None:
             keys = self.store.read(
                 self.project_id,
                 "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p "
+                "AND ($after IS NULL OR ch.key > $after) "
                 "WITH ch ORDER BY ch.key LIMIT $n RETURN ch.key AS key",
-                {"p": self.project_id, "n": max_groups + 1},
+                {"p": self.project_id, "n": max_groups + 1, "after": after_key},
             )
         else:
             keys = self.store.read(

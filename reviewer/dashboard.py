@@ -26,7 +26,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core import _common as c
-from core.decisions import DecisionTraces
+from core.decisions import DEFAULT_REAFFIRM_EXPLANATION, DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph, decode_evidence_id
 from core.models import (
@@ -55,6 +55,7 @@ from .forms import (
 from .store import check_store
 
 PAGE = 20
+CONFLICT_PAGE = 10  # groups per page: each shows up to 50 decisions side by side
 REASON_LABELS = {
     ReviewReason.source_changed.value: "a cited document changed",
     ReviewReason.source_removed.value: "a cited source was removed",
@@ -107,6 +108,8 @@ def _project(request: HttpRequest, project_id: str) -> Project:
 def _ctx(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]:
     return {
         "project": project.id,
+        "base": reverse("overview", kwargs={"project": project.id}),  # page links without a reverse() each
+        "default_explanation": DEFAULT_REAFFIRM_EXPLANATION,
         "role": access.role_of(request.user),
         "can_review": access.can(request.user, access.REVIEWER),
         "can_steward": access.can(request.user, access.STEWARD),
@@ -189,7 +192,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         prev_url=_qs(filters, page - 1) if page > 1 else None,
         next_url=_qs(filters, page + 1) if page < pages else None,
         reasons=[(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
-        forms=_action_forms(), counts=p.traces.review_counts(),
+        counts=p.traces.review_counts(),
     ))
 
 
@@ -206,14 +209,6 @@ def _causes_of(p: Project, decisions: list[Decision]) -> dict[str, str]:
 
 def _qs(filters: dict[str, str], page: int) -> str:
     return "?" + urlencode({**filters, "page": page})
-
-
-def _action_forms() -> dict[str, Any]:
-    rid = new_request_id
-    return {
-        "reaffirm": ReaffirmForm(initial={"request_id": rid()}),
-        "reject": RejectForm(initial={"request_id": rid()}),
-    }
 
 
 def describe_cause(cause: str) -> str:
@@ -402,7 +397,7 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> H
     if request.htmx:
         fresh = p.traces.get_decision(str(d.id)).decision or d
         response = render(request, "reviewer/_decision_card.html", _ctx(
-            request, p, d=fresh, forms=_action_forms(), note=note, counts=p.traces.review_counts(), oob=True,
+            request, p, d=fresh, note=note, counts=p.traces.review_counts(), oob=True,
         ))
         return response
     messages.success(request, note)
@@ -416,7 +411,7 @@ def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form
     """The form again, beside the sentence, with what the person typed."""
     if request.htmx and form_name != "supersede":
         return render(request, "reviewer/_decision_card.html", _ctx(
-            request, p, d=d, forms={**_action_forms(), form_name: form}, error=sentence, error_form=form_name,
+            request, p, d=d, forms={form_name: form}, error=sentence, error_form=form_name,
         ), status=200)
     context = _decision_context(p, d, **{form_name: form, "error": sentence, "error_form": form_name})
     return render(request, "reviewer/decision.html", _ctx(request, p, **context), status=400)
@@ -507,8 +502,10 @@ def sweep(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def conflicts(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    return render(request, "reviewer/conflicts.html", _ctx(request, p, conflicts=p.traces.list_conflicts(),
-                                                              forms=_action_forms()))
+    after = (request.GET.get("after") or "")[:500] or None
+    found = p.traces.list_conflicts(max_groups=CONFLICT_PAGE, after_key=after)
+    next_url = "?" + urlencode({"after": found.groups[-1].choice_key}) if found.truncated and found.groups else None
+    return render(request, "reviewer/conflicts.html", _ctx(request, p, conflicts=found, next_url=next_url))
 
 
 @require_GET

@@ -3,6 +3,8 @@ rendered through Django's autoescaping."""
 
 from __future__ import annotations
 
+import uuid
+
 from django import template
 
 from reviewer.dashboard import REASON_LABELS, describe_cause
@@ -25,3 +27,10 @@ def reason(value: object) -> str:
 def enum(value: object) -> str:
     """An enum member as its stored string, with spaces for underscores."""
     return str(getattr(value, "value", value) or "").replace("_", " ")
+
+
+@register.simple_tag
+def request_id() -> str:
+    """A fresh request id for one form: each card's actions act once, and
+    two cards never share an id."""
+    return uuid.uuid4().hex

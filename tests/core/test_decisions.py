@@ -305,6 +305,13 @@ def test_conflicts_across_tasks(world: World) -> None:
     assert [g.choice_key for g in groups] == ["db"] and len(groups[0].decisions) == 3
     view = world.history.get_task("pick-db").view
     assert [g.choice_key for g in view.conflicts] == ["db"]
+    world.record("pick-db", "cache", "Redis", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    world.record("third", "cache", "Memcached", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    first = world.traces.list_conflicts(max_groups=1)
+    assert [g.choice_key for g in first.groups] == ["cache"] and first.truncated
+    rest = world.traces.list_conflicts(max_groups=1, after_key="cache")
+    assert [g.choice_key for g in rest.groups] == ["db"] and not rest.truncated
+    world.traces.reject_decision(str(world.traces.list_conflicts().groups[0].decisions[0].id), reason="x")
     world.traces.reject_decision(str(third.id), reason="no")
     assert world.traces.list_conflicts().groups == []
 

@@ -244,3 +244,18 @@ def test_create_user_command_gives_a_role_and_projects(db: None, tmp_path: Any) 
     nora = User.objects.get(username="nora")
     assert role_of(nora) == "reviewer" and nora.check_password("correct horse battery staple")
     assert sorted(nora.project_grants.values_list("project_id", flat=True)) == ["acme", "globex"]
+
+
+def test_each_card_carries_its_own_request_id(story: Story, as_: Any) -> None:
+    import re
+
+    client = as_("reviewer")
+    page = client.get(f"/p/{story.project}/review/").content.decode()
+    ids = re.findall(r'name="request_id" value="([0-9a-f]{32})"', page)
+    assert len(ids) == 4 and len(set(ids)) == 4  # two cards, two forms each
+    # acting on both cards with the ids from the one page: both apply
+    first = client.post(f"/p/{story.project}/decisions/{story.moved}/reaffirm",
+                        {"request_id": ids[0], "explanation": "ok"}, HTTP_HX_REQUEST="true")
+    second = client.post(f"/p/{story.project}/decisions/{story.changed}/reject",
+                         {"request_id": ids[3], "reason": "policy moved"}, HTTP_HX_REQUEST="true")
+    assert "Reaffirmed" in first.content.decode() and "Rejected" in second.content.decode()

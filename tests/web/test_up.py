@@ -46,3 +46,37 @@ def test_up_creates_no_demo_login_outside_local_debug_use() -> None:
     call_command("up", "--no-run", stdout=out)  # DEBUG is off in the test settings
     assert "Demo login" not in out.getvalue()
     assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_review_sweep_finishes_the_queue_and_respects_a_limit() -> None:
+    import uuid
+
+    from core.decisions import DecisionTraces
+    from core.history import ConversationHistory
+    from core.knowledge import Graph
+    from reviewer.store import get_store
+
+    reset_store()
+    store, project = get_store(), "sweep-" + uuid.uuid4().hex[:6]
+    try:
+        ConversationHistory(store, project_id=project, agent_id="a").create_task("t", goal="g")
+        graph = Graph(store, project_id=project, agent_id="a")
+        traces = DecisionTraces(store, project_id=project, agent_id="a")
+        graph.add("doc", "the passage")
+        cite = {"kind": "document", "evidence_id": graph.span_evidence_id("doc", 0, 11)}
+        parent = traces.load_decisions([{"task_name": "t", "choice_key": "root", "conclusion": "c", "rationale": "r",
+                                         "supports": [cite]}])[0]
+        kids = traces.load_decisions([{"task_name": "t", "choice_key": f"k{i}", "conclusion": "c", "rationale": "r",
+                                       "supports": [{"kind": "decision", "decision_id": str(parent.id)}]}
+                                      for i in range(5)])
+        graph.update("doc", "changed")
+        out = StringIO()
+        call_command("review_sweep", project=[project], limit=2, stdout=out)
+        assert f"{project}: moved 2 queued decisions" in out.getvalue() and "3 still queued" in out.getvalue()
+        out = StringIO()
+        call_command("review_sweep", project=[project], stdout=out)
+        assert "moved 3 queued decisions" in out.getvalue() and "0 still queued" in out.getvalue()
+        assert all(traces.get_decision(str(k.id)).decision.review_reason.value == "dependency_review" for k in kids)
+    finally:
+        store.drop_project(project)

@@ -1,0 +1,159 @@
+"""Server time of every dashboard page and action, on a small and a large data
+set, beside the floor of a store round trip measured in the same run; and the
+server process's memory over 1,000 page views.
+
+    .venv/bin/python -m tests.benchmarks.pages [--decisions 100000] [--small 1000] [--backends falkordb,neo4j]
+
+Pages are requested through Django's test client in this process (the server
+time without the network); each figure is p50 / p95 over repeated requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from core.decisions import DecisionTraces  # noqa: E402
+from core.history import ConversationHistory  # noqa: E402
+from core.stores import GraphStore, open_store  # noqa: E402
+from reviewer import store as reviewer_store  # noqa: E402
+from tests.benchmarks.decisions import big_project  # noqa: E402
+from tests.benchmarks.history import percentiles  # noqa: E402
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, tuple[float, float]], str]:
+    _rows, project = big_project(store, decisions)
+    history = ConversationHistory(store, project_id=project, agent_id="bench")
+    for i in range(500):
+        history.record_event("task-1", kind="tool_result", name="search", payload=f"result {i} " * 40)
+    traces = DecisionTraces(store, project_id=project, agent_id="bench")
+    flagged = traces.list_decisions_for_review(limit=20).decisions
+    some = str(flagged[0].id)
+    base = f"/p/{project}"
+    pages: dict[str, str] = {
+        "overview": f"{base}/",
+        "review queue": f"{base}/review/",
+        "review queue, page 40": f"{base}/review/?page=40",
+        "review queue, one task": f"{base}/review/?task=task-0",
+        "decision (flagged)": f"{base}/decisions/{some}/",
+        "conflicts": f"{base}/conflicts/",
+        "tasks": f"{base}/tasks/",
+        "task view": f"{base}/task/?name=task-0",
+        "event log": f"{base}/events/?task=task-1&after=300",
+        "document": f"{base}/document/?key=policy",
+        "activity": f"{base}/activity/",
+    }
+    out: dict[str, tuple[float, float]] = {}
+    for name, url in pages.items():
+        assert client.get(url).status_code == 200, url  # warm
+        samples = []
+        for _ in range(40):
+            start = time.perf_counter()
+            response = client.get(url)
+            samples.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200, (url, response.status_code)
+        out[name] = percentiles(samples)
+    # actions, each on decisions of its own
+    queue = traces.list_decisions_for_review(limit=20, offset=20).decisions
+    actions: dict[str, list[tuple[str, dict[str, Any]]]] = {
+        "reaffirm": [(f"{base}/decisions/{d.id}/reaffirm", {"explanation": "still holds"}) for d in queue[:6]],
+        "reject": [(f"{base}/decisions/{d.id}/reject", {"reason": "benchmark"}) for d in queue[6:12]],
+        "supersede": [(f"{base}/decisions/{d.id}/supersede",
+                       {"conclusion": "new", "rationale": "r", "explanation": "benchmark",
+                        "add": "event task-0 1"}) for d in queue[12:18]],
+    }
+    for name, calls in actions.items():
+        samples = []
+        for url, data in calls:
+            start = time.perf_counter()
+            response = client.post(url, {**data, "request_id": uuid.uuid4().hex})
+            samples.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 302, (url, response.status_code, response.content[:300])
+        out[f"action: {name}"] = percentiles(samples)
+    return out, project
+
+
+def run(title: str, store: GraphStore, large: int, small: int) -> None:
+    reviewer_store._store = store  # the dashboard's own store handle
+    user = User.objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", is_staff=True)
+    client = Client()
+    client.force_login(user)
+    small_figures, small_project = measure(store, small, client)
+    store.drop_project(small_project)
+    large_figures, large_project = measure(store, large, client)
+    floor = percentiles([_timed(lambda: store.read(large_project, "RETURN 1 AS one")) for _ in range(500)])[0]
+    before = rss_mb()
+    urls = [f"/p/{large_project}/review/", f"/p/{large_project}/", f"/p/{large_project}/conflicts/"]
+    for i in range(1000):
+        client.get(urls[i % len(urls)])
+    after = rss_mb()
+    used = ""
+    if store.backend == "falkordb":
+        info = store._redis.info("memory")  # type: ignore[attr-defined]
+        used = f"; store used memory {info['used_memory_human']}"
+    store.drop_project(large_project)
+    print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms")
+    print(f"  {'page or action':28} {f'{small:,} decisions p50 / p95':>26} {f'{large:,} decisions p50 / p95':>28}  large p95 / floor")
+    for name in large_figures:
+        s50, s95 = small_figures[name]
+        l50, l95 = large_figures[name]
+        print(f"  {name:28} {s50:>12.1f} / {s95:>6.1f} ms {l50:>14.1f} / {l95:>6.1f} ms  {l95 / floor:>8.0f}x")
+    print(f"  server process: {before:.0f} MB resident before 1,000 page views, {after:.0f} MB after{used}")
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--decisions", type=int, default=100_000)
+    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--backends", default="falkordb,neo4j")
+    args = parser.parse_args()
+    settings.ALLOWED_HOSTS = ["testserver"]
+    settings.DEBUG = False
+    call_command("migrate", interactive=False, verbosity=0)
+    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        if backend == "falkordb":
+            data = tempfile.mkdtemp(prefix="reviewer-bench-")
+            with open_store(f"falkordb+embedded://{data}?appendfsync=everysec") as store:
+                run("embedded FalkorDB (appendfsync everysec)", store, args.decisions, args.small)
+        elif backend == "neo4j":
+            from tests.neo4j_server.launcher import running
+
+            with running() as server, open_store(server.url) as store:
+                run("Neo4j 5.26 Community (in-process, Bolt on loopback)", store, args.decisions, args.small)
+        else:
+            raise SystemExit(f"unknown backend {backend!r}")
+
+
+if __name__ == "__main__":
+    main()

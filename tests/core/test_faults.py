@@ -1,0 +1,79 @@
+"""Nothing acknowledged is lost and nothing acts twice when the embedded
+FalkorDB server is killed in the middle of a stream of writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core.history import ConversationHistory
+from core.stores import GraphStoreError, open_store
+
+
+@pytest.mark.parametrize("fsync", ["always", "everysec"])
+def test_a_writer_that_retries_with_its_request_ids_loses_nothing_and_duplicates_nothing(
+    tmp_path: Path, fsync: str
+) -> None:
+    url = f"falkordb+embedded://{tmp_path}?appendfsync={fsync}"
+    total, kills = 400, 2
+    store = open_store(url)
+    history = ConversationHistory(store, project_id="p", agent_id="writer")
+    history.create_task("stream", goal="survive crashes", request_id="create")
+    killed: list[int] = []
+    progress = {"i": 0}
+
+    def killer() -> None:
+        # kill -9 the server twice, each time while writes are in flight
+        for target in (total // 3, 2 * total // 3):
+            while progress["i"] < target:
+                time.sleep(0.001)
+            pid = store_ref[0].embedded_server.server_pid()
+            if pid is not None:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    store_ref = [store]
+    thread = threading.Thread(target=killer)
+    thread.start()
+    retries = 0
+    i = 0
+    while i < total:
+        try:
+            result = history.record_event("stream", kind="note", payload=f"event {i}", request_id=f"w-{i}")
+        except GraphStoreError:
+            # not acknowledged: reconnect (the store restarts the server on
+            # the same files) and send the same write again
+            retries += 1
+            try:
+                store.close()
+            except GraphStoreError:
+                pass
+            for _ in range(200):
+                try:
+                    store = open_store(url)
+                    break
+                except GraphStoreError:
+                    time.sleep(0.05)
+            store_ref[0] = store
+            history = ConversationHistory(store, project_id="p", agent_id="writer")
+            continue
+        assert result.recorded
+        i += 1
+        progress["i"] = i
+    thread.join()
+    try:
+        assert len(killed) == kills and retries >= kills
+        page, events, after = None, [], 0
+        while page is None or page.truncated:
+            page = history.list_events("stream", after_seq=after, limit=200)
+            events += page.events
+            after = page.next_after_seq or after
+        assert [e.seq for e in events] == list(range(1, total + 1))  # no gap, nothing twice
+        assert [e.payload for e in events] == [f"event {n}" for n in range(total)]
+    finally:
+        store.close()
