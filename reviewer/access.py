@@ -51,9 +51,13 @@ def projects_for(user: AbstractBaseUser | AnonymousUser, store: GraphStore) -> l
 
 def require_project(user: AbstractBaseUser | AnonymousUser, project_id: str) -> None:
     """404 for a project the person may not open (as if it did not exist)."""
-    if role_of(user) is None:
+    if role_of(user) is None or not project_id or len(project_id) > 200 or "\x00" in project_id:
         raise Http404("no such project")
     if user.is_staff or user.is_superuser:
+        from .store import check_store
+
+        if project_id not in check_store().list_projects():
+            raise Http404("no such project")
         return
     if not user.project_grants.filter(project_id=project_id).exists():
         raise Http404("no such project")

@@ -118,6 +118,12 @@ def _ctx(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]
     }
 
 
+def _param(source: Any, name: str, limit: int = 1000) -> str:
+    """A query or form value as text the core accepts: NUL characters (which
+    no name or key can hold) dropped, and cut to ``limit`` characters."""
+    return (source.get(name) or "").replace("\x00", "")[:limit]
+
+
 def _int(value: str | None, default: int, *, minimum: int = 0, maximum: int = 10**9) -> int:
     try:
         number = int(value) if value not in (None, "") else default
@@ -165,10 +171,10 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def queue(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    task = request.GET.get("task") or None
-    reason = request.GET.get("reason") or None
-    state = request.GET.get("state") or None
-    cause = request.GET.get("cause") or None
+    task = _param(request.GET, "task") or None
+    reason = _param(request.GET, "reason") or None
+    state = _param(request.GET, "state") or None
+    cause = _param(request.GET, "cause") or None
     if reason not in (None, *[r.value for r in ReviewReason]):
         reason = None
     if state not in (None, ReviewState.needs_review.value, ReviewState.unknown.value):
@@ -401,7 +407,7 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> H
         ))
         return response
     messages.success(request, note)
-    back = request.POST.get("next") or ""
+    back = _param(request.POST, "next")
     if back.startswith(f"/p/{p.id}/") and "//" not in back:
         return redirect(back)
     return redirect("decision", project=p.id, decision_id=str(d.id))
@@ -502,7 +508,7 @@ def sweep(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def conflicts(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    after = (request.GET.get("after") or "")[:500] or None
+    after = _param(request.GET, "after", 500) or None
     found = p.traces.list_conflicts(max_groups=CONFLICT_PAGE, after_key=after)
     next_url = "?" + urlencode({"after": found.groups[-1].choice_key}) if found.truncated and found.groups else None
     return render(request, "reviewer/conflicts.html", _ctx(request, p, conflicts=found, next_url=next_url))
@@ -512,8 +518,8 @@ def conflicts(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def tasks(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    q = (request.GET.get("q") or "").strip()[:200] or None
-    after = request.GET.get("after") or None
+    q = _param(request.GET, "q", 200).strip() or None
+    after = _param(request.GET, "after") or None
     found, more = p.history.list_tasks(search=q, after_name=after, limit=50)
     next_url = "?" + urlencode({**({"q": q} if q else {}), "after": found[-1].name}) if more and found else None
     return render(request, "reviewer/tasks.html", _ctx(request, p, tasks=found, q=q or "", next_url=next_url))
@@ -523,7 +529,7 @@ def tasks(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def task(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    name = request.GET.get("name", "")
+    name = _param(request.GET, "name")
     found = p.history.get_task(name)
     if not found.found or found.view is None:
         raise Http404("no such task")
@@ -536,7 +542,7 @@ def task(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def events(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    name = request.GET.get("task", "")
+    name = _param(request.GET, "task")
     after = _int(request.GET.get("after"), 0, maximum=10**12)
     page = p.history.list_events(name, after_seq=after, limit=50)
     if not page.found:
@@ -551,7 +557,7 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     access.require(request.user, access.STEWARD)
     source = request.POST if request.method == "POST" else request.GET
-    event_id = source.get("event_id", "")
+    event_id = _param(source, "event_id", 100)
     if not c.is_uuid(event_id):
         raise Http404("no such event")
     rows = p.store.read(
@@ -584,7 +590,7 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
 def delete_task(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     access.require(request.user, access.STEWARD)
-    name = (request.POST if request.method == "POST" else request.GET).get("name", "")
+    name = _param(request.POST if request.method == "POST" else request.GET, "name")
     include = request.POST.get("include_decisions") == "on" if request.method == "POST" else True
     preview = p.retention.preview_delete_task(name, include_decisions=include)
     if not preview.found:
@@ -616,7 +622,7 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def document(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    key = request.GET.get("key", "")
+    key = _param(request.GET, "key")
     info = p.graph.get_document(key) if key else None
     if info is None:
         raise Http404("no such document")
@@ -641,7 +647,7 @@ def document(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def activity(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    before = request.GET.get("before") or None
+    before = _param(request.GET, "before", 100) or None
     entries = p.activity.list(before=before, limit=50)
     next_url = "?" + urlencode({"before": c.iso(entries[-1].at)}) if len(entries) == 50 else None
     return render(request, "reviewer/activity.html", _ctx(request, p, entries=entries, next_url=next_url))
