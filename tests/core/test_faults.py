@@ -77,3 +77,48 @@ def test_a_writer_that_retries_with_its_request_ids_loses_nothing_and_duplicates
         assert [e.payload for e in events] == [f"event {n}" for n in range(total)]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_a_neo4j_restart_mid_stream_loses_nothing_and_duplicates_nothing(tmp_path: Path, how: str) -> None:
+    """The Neo4j test server is stopped (or killed) while a writer streams
+    events with request ids, then started again on the same files; the
+    writer retries whatever it did not see acknowledged."""
+    import socket
+
+    from tests.neo4j_server.launcher import Neo4jServer
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = str(tmp_path / "neo4j")
+    server = Neo4jServer(port=port, data_dir=data)
+    store = open_store(server.url)
+    total, restart_at = 120, 50
+    try:
+        history = ConversationHistory(store, project_id="p", agent_id="writer")
+        history.create_task("stream", goal="survive a restart", request_id="create")
+        i = retries = 0
+        while i < total:
+            if i == restart_at and retries == 0:
+                server.stop() if how == "stop" else server.kill()
+                restarter = threading.Thread(target=lambda: holder.append(Neo4jServer(port=port, data_dir=data)))
+                holder: list[Neo4jServer] = []
+                restarter.start()
+            try:
+                result = history.record_event("stream", kind="note", payload=f"event {i}", request_id=f"w-{i}")
+            except GraphStoreError:
+                retries += 1
+                time.sleep(0.5)
+                continue
+            assert result.recorded
+            i += 1
+        restarter.join()
+        server = holder[0]
+        assert retries >= 1
+        events = history.list_events("stream", limit=200).events
+        assert [e.seq for e in events] == list(range(1, total + 1))
+        assert [e.payload for e in events] == [f"event {n}" for n in range(total)]
+    finally:
+        store.close()
+        server.stop()
