@@ -981,36 +981,41 @@ class DecisionTraces:
             self.store, self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params,
         )
 
+    def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
+        """For an overview, in one pass over the review queue: the counts of
+        ``review_counts`` and the root causes of ``review_root_causes``."""
+        causes = c.clamp(causes, 50, 200, "causes")
+        rows = self.store.read(
+            self.project_id,
+            f"MATCH (d:Decision) WHERE d.review_open = true{self._scope('d')} "
+            "RETURN d.review_state AS state, d.queued AS queued, coalesce(d.root_cause, '') AS cause, count(d) AS n",
+            {"p": self.project_id},
+        )
+        counts = {"needs_review": 0, "unknown": 0, "queued": 0}
+        by_cause: dict[str, int] = {}
+        for r in rows:
+            if r["state"] in counts:
+                counts[r["state"]] += r["n"]
+            if r["queued"]:
+                counts["queued"] += r["n"]
+            by_cause[r["cause"]] = by_cause.get(r["cause"], 0) + r["n"]
+        conflicts = self.store.read(
+            self.project_id,
+            f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} RETURN count(ch) AS n",
+            {"p": self.project_id},
+        )[0]["n"]
+        ranked = sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))[:causes]
+        return {**counts, "conflicts": conflicts}, ranked
+
     def review_counts(self) -> dict[str, int]:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict."""
-        row = self.store.read(
-            self.project_id,
-            "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p "
-            "RETURN sum(CASE WHEN d.review_state = 'needs_review' THEN 1 ELSE 0 END) AS needs_review, "
-            "sum(CASE WHEN d.review_state = 'unknown' THEN 1 ELSE 0 END) AS unknown, "
-            "sum(CASE WHEN d.queued = true THEN 1 ELSE 0 END) AS queued",
-            {"p": self.project_id},
-        )
-        conflicts = self.store.read(
-            self.project_id,
-            "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p RETURN count(ch) AS n",
-            {"p": self.project_id},
-        )[0]["n"]
-        counts = {k: int(row[0][k] or 0) if row else 0 for k in ("needs_review", "unknown", "queued")}
-        return {**counts, "conflicts": conflicts}
+        return self.review_summary(causes=1)[0]
 
     def review_root_causes(self, *, limit: int = 50) -> list[tuple[str, int]]:
         """What flagged the decisions in the review queue, with how many each
         (most first): the roots a reviewer settles first."""
-        limit = c.clamp(limit, 50, 200)
-        rows = self.store.read(
-            self.project_id,
-            "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p "
-            "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n ORDER BY n DESC, cause LIMIT $n",
-            {"p": self.project_id, "n": limit},
-        )
-        return [(r["cause"], r["n"]) for r in rows]
+        return self.review_summary(causes=limit)[1]
 
     def search_decisions(self, query: str, *, task_name: str | None = None, limit: int = 20) -> list[DecisionHit]:
         """Full-text search over conclusions and rationales of active

@@ -157,10 +157,10 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def overview(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    counts = p.traces.review_counts()
+    counts, causes = p.traces.review_summary(causes=10)
     return render(request, "reviewer/overview.html", _ctx(
-        request, p, counts=counts, open_tasks=p.history.count_tasks("open"),
-        causes=p.traces.review_root_causes(limit=10), recent=p.activity.list(limit=10),
+        request, p, counts=counts, open_tasks=p.history.count_tasks("open"), causes=causes,
+        recent=p.activity.list(limit=10),
     ))
 
 
