@@ -307,6 +307,24 @@ class DecisionTraces:
         write_new_decisions(tx, self.project_id, [(decision, resolved, explanation, supersedes)])
         return decision
 
+    def _begin_decision_write(
+        self, tx: Tx, target: str, replay: c.Replay, result_type: type[Any], *, missing: WriteErrorCode,
+        inactive: WriteErrorCode,
+    ) -> tuple[Any, dict[str, Any]]:
+        """The start of a write to an existing decision: lock it, answer a
+        repeated request, refuse a missing or inactive one. Returns (answer,
+        decision row); the write goes ahead when the answer is None."""
+        tx.lock("Decision", target)
+        earlier = c.replayed(tx, replay, result_type, _reused(result_type))
+        if earlier is not None:
+            return earlier, {}
+        old = self._read_decision(tx, target)
+        if old is None:
+            return result_type(recorded=False, error=missing), {}
+        if old["status"] != DecisionStatus.active.value:
+            return result_type(recorded=False, error=inactive), {}
+        return None, old
+
     def _activity(self, tx: Tx, action: str, target: str, summary: str, reason: str | None, at: str) -> None:
         _review.log_activity(tx, self.project_id, self.agent_id, action, "decision", target, summary, reason, at)
 
@@ -395,7 +413,7 @@ class DecisionTraces:
         fetched: Sequence[Any] | None = None,
         request_id: str | None = None,
     ) -> RecordDecisionResult:
-        target = c.text(str(decision_id) if isinstance(decision_id, uuid.UUID) else decision_id, "decision_id")
+        target = _decision_arg(decision_id)
         conclusion = c.text(conclusion, "conclusion")
         rationale = c.text(rationale, "rationale")
         explanation = c.text(explanation, "explanation")
@@ -407,9 +425,8 @@ class DecisionTraces:
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
         if not explanation.strip():
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.explanation_required)
-        if not c.is_uuid(target):
+        if target is None:
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.supersede_target_invalid)
-        target = target.lower()
         replay = c.Replay(
             self.project_id, request_id, "supersede_decision",
             {"target": target, "conclusion": conclusion, "rationale": rationale, "explanation": explanation,
@@ -418,13 +435,12 @@ class DecisionTraces:
         )
 
         def work(tx: Tx) -> RecordDecisionResult:
-            tx.lock("Decision", target)
-            earlier = c.replayed(tx, replay, RecordDecisionResult, _reused(RecordDecisionResult))
-            if earlier is not None:
-                return earlier
-            old = self._read_decision(tx, target)
-            if old is None or old["status"] != DecisionStatus.active.value:
-                return RecordDecisionResult(recorded=False, error=WriteErrorCode.supersede_target_invalid)
+            answer, old = self._begin_decision_write(
+                tx, target, replay, RecordDecisionResult,
+                missing=WriteErrorCode.supersede_target_invalid, inactive=WriteErrorCode.supersede_target_invalid,
+            )
+            if answer is not None:
+                return answer
             if not 1 <= len(inputs) <= MAX_SUPPORTS:
                 return RecordDecisionResult(recorded=False, error=WriteErrorCode.support_required)
             if target in {i.decision_id.lower() for i in inputs if isinstance(i, DecisionSupportInput)}:
@@ -466,25 +482,21 @@ class DecisionTraces:
     def reject_decision(
         self, decision_id: str, *, reason: str, request_id: str | None = None
     ) -> RejectDecisionResult:
-        target = c.text(str(decision_id) if isinstance(decision_id, uuid.UUID) else decision_id, "decision_id")
+        target = _decision_arg(decision_id)
         reason = c.text(reason, "reason", allow_empty=False)
         if not c.check_request_id(request_id):
             return RejectDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
-        if not c.is_uuid(target):
+        if target is None:
             return RejectDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
-        target = target.lower()
         replay = c.Replay(self.project_id, request_id, "reject_decision", {"target": target, "reason": reason})
 
         def work(tx: Tx) -> RejectDecisionResult:
-            tx.lock("Decision", target)
-            earlier = c.replayed(tx, replay, RejectDecisionResult, _reused(RejectDecisionResult))
-            if earlier is not None:
-                return earlier
-            old = self._read_decision(tx, target)
-            if old is None:
-                return RejectDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
-            if old["status"] != DecisionStatus.active.value:
-                return RejectDecisionResult(recorded=False, error=WriteErrorCode.decision_not_active)
+            answer, old = self._begin_decision_write(
+                tx, target, replay, RejectDecisionResult,
+                missing=WriteErrorCode.decision_not_found, inactive=WriteErrorCode.decision_not_active,
+            )
+            if answer is not None:
+                return answer
             active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
             at = c.iso(c.now())
             queued = _review.dependants(tx, [{"id": target, "cause": f"rejected:{target}", "depth": 0}])
@@ -517,27 +529,23 @@ class DecisionTraces:
     ) -> ReaffirmDecisionResult:
         """Confirm the decision against the current text of what it cites: new
         current supports, the old ones kept in its support history."""
-        target = c.text(str(decision_id) if isinstance(decision_id, uuid.UUID) else decision_id, "decision_id")
+        target = _decision_arg(decision_id)
         explanation = c.text(explanation, "explanation")
         if not explanation.strip():
             explanation = DEFAULT_REAFFIRM_EXPLANATION
         if not c.check_request_id(request_id):
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
-        if not c.is_uuid(target):
+        if target is None:
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
-        target = target.lower()
         replay = c.Replay(self.project_id, request_id, "reaffirm_decision", {"target": target, "explanation": explanation})
 
         def work(tx: Tx) -> ReaffirmDecisionResult:
-            tx.lock("Decision", target)
-            earlier = c.replayed(tx, replay, ReaffirmDecisionResult, _reused(ReaffirmDecisionResult))
-            if earlier is not None:
-                return earlier
-            old = self._read_decision(tx, target)
-            if old is None:
-                return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
-            if old["status"] != DecisionStatus.active.value:
-                return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.decision_not_active)
+            answer, old = self._begin_decision_write(
+                tx, target, replay, ReaffirmDecisionResult,
+                missing=WriteErrorCode.decision_not_found, inactive=WriteErrorCode.decision_not_active,
+            )
+            if answer is not None:
+                return answer
             if old["queued"]:
                 return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.cannot_revalidate)
             at = c.iso(c.now())
@@ -857,10 +865,10 @@ class DecisionTraces:
     # -- reads ------------------------------------------------------------
 
     def get_decision(self, decision_id: str) -> DecisionLookup:
-        did = str(decision_id) if isinstance(decision_id, uuid.UUID) else c.text(decision_id, "decision_id")
-        if not c.is_uuid(did):
+        did = _decision_arg(decision_id)
+        if did is None:
             return DecisionLookup(found=False)
-        row = self._read_decision(None, did.lower())
+        row = self._read_decision(None, did)
         return DecisionLookup(found=True, decision=_decision(row)) if row else DecisionLookup(found=False)
 
     def list_decisions(
@@ -1049,10 +1057,10 @@ class DecisionTraces:
     ) -> SupportHistoryPage:
         """Every support the decision has had, current or replaced at a review,
         in the order they were recorded."""
-        did = str(decision_id) if isinstance(decision_id, uuid.UUID) else c.text(decision_id, "decision_id")
+        did = _decision_arg(decision_id)
         after_ordinal = c.integer(after_ordinal, "after_ordinal")
         limit = c.clamp(limit, 20, HISTORY_MAX)
-        if not c.is_uuid(did):
+        if did is None:
             return SupportHistoryPage()
         rows = self.store.read(
             self.project_id,
@@ -1060,7 +1068,7 @@ class DecisionTraces:
             "RETURN r.ordinal AS ordinal, r.data AS data, r.current AS current, r.reviewed_by AS reviewed_by, "
             "r.reviewed_at AS reviewed_at, r.review_explanation AS review_explanation "
             "ORDER BY r.ordinal LIMIT $n",
-            {"id": did.lower(), "p": self.project_id, "after": after_ordinal, "n": limit + 1},
+            {"id": did, "p": self.project_id, "after": after_ordinal, "n": limit + 1},
         )
         supports = []
         for r in rows[:limit]:
@@ -1124,10 +1132,10 @@ class DecisionTraces:
     def list_revisions(self, decision_id: str) -> list[Revision]:
         """Every revision of the decision's choice in its task, first to
         last, each with the explanation that superseded the one before."""
-        did = str(decision_id) if isinstance(decision_id, uuid.UUID) else c.text(decision_id, "decision_id")
-        if not c.is_uuid(did):
+        did = _decision_arg(decision_id)
+        if did is None:
             return []
-        row = self._read_decision(None, did.lower())
+        row = self._read_decision(None, did)
         if row is None:
             return []
         rows = self.store.read(
@@ -1143,15 +1151,15 @@ class DecisionTraces:
 
     def list_dependants(self, decision_id: str, *, limit: int = 50) -> list[Decision]:
         """Decisions whose current supports cite this one."""
-        did = str(decision_id) if isinstance(decision_id, uuid.UUID) else c.text(decision_id, "decision_id")
+        did = _decision_arg(decision_id)
         limit = c.clamp(limit, 50, 200)
-        if not c.is_uuid(did):
+        if did is None:
             return []
         return read_decisions(
             self.store, self.project_id,
             "MATCH (x:Decision {id: $id}) WITH x MATCH (x)<-[:DEPENDS_ON]-(d:Decision) WHERE d.project_id = $p "
             f"WITH d ORDER BY d.created_at DESC LIMIT $n RETURN {_DECISION_FIELDS}",
-            {"id": did.lower(), "p": self.project_id, "n": limit},
+            {"id": did, "p": self.project_id, "n": limit},
         )
 
     def get_decisions(self, ids: Sequence[str]) -> dict[str, Decision]:
@@ -1226,6 +1234,13 @@ def write_new_decisions(
     if records:
         tx.write("UNWIND $rows AS r CREATE (s:SupportRecord) SET s = r", {"rows": records})
     _review.count_open(tx, project_id, sum(1 for n in nodes if n["review_open"]))
+
+
+def _decision_arg(decision_id: Any) -> str | None:
+    """A decision id argument (str or UUID) in canonical form, or None when
+    it cannot name a decision; other types raise ValueError."""
+    text = str(decision_id) if isinstance(decision_id, uuid.UUID) else c.text(decision_id, "decision_id")
+    return text.lower() if c.is_uuid(text) else None
 
 
 def _reused(result_type: Any) -> Any:
