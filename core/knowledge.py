@@ -350,24 +350,6 @@ class Graph:
         state = SourceState.deleted if row["deleted_at"] is not None else SourceState.current
         return DocumentInfo.model_validate({**row, "state": state})
 
-    def list_documents(self, *, after_key: str | None = None, limit: int = 50) -> list[DocumentInfo]:
-        after_key = c.optional_text(after_key, "after_key")
-        limit = c.clamp(limit, 50, 200)
-        rows = self.store.read(
-            self.project_id,
-            "MATCH (d:Document) WHERE d.project_id = $p AND ($after IS NULL OR d.key > $after) "
-            "WITH d ORDER BY d.key LIMIT $n "
-            "RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
-            "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at",
-            {"p": self.project_id, "after": after_key, "n": limit},
-        )
-        return [
-            DocumentInfo.model_validate(
-                {**r, "state": SourceState.deleted if r["deleted_at"] is not None else SourceState.current}
-            )
-            for r in rows
-        ]
-
     def list_versions(self, key: str) -> list[DocumentVersion]:
         """Every version, newest first."""
         key = c.text(key, "key")

@@ -10,6 +10,7 @@ counters are replaced in place, without JavaScript the same form redirects.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -423,36 +424,43 @@ def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form
     return render(request, "reviewer/decision.html", _ctx(request, p, **context), status=400)
 
 
-@require_POST
-@login_required
-def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+def _decision_action(
+    request: HttpRequest, project: str, decision_id: Any, name: str, form_class: Any, invalid: str,
+    act: Callable[[Project, Decision, dict[str, Any]], Any], done: str,
+) -> HttpResponse:
+    """A reviewer's one-form action on a decision: role, form, core write,
+    then the card (htmx) or a redirect; refusals beside the form."""
     p = _project(request, project)
     access.require(request.user, access.REVIEWER)
     d = _decision_or_404(p, decision_id)
-    form = ReaffirmForm(request.POST)
+    form = form_class(request.POST)
     if not form.is_valid():
-        return _refused(request, p, d, "reaffirm", form, "Check the form.")
-    result = p.traces.reaffirm_decision(str(d.id), explanation=form.cleaned_data["explanation"],
-                                        request_id=form.cleaned_data["request_id"])
+        return _refused(request, p, d, name, form, invalid)
+    result = act(p, d, form.cleaned_data)
     if not result.recorded:
-        return _refused(request, p, d, "reaffirm", form, WRITE_ERRORS[result.error])
-    return _after_action(request, p, d, "Reaffirmed: the decision is clear again.")
+        return _refused(request, p, d, name, form, WRITE_ERRORS[result.error])
+    return _after_action(request, p, d, done)
+
+
+@require_POST
+@login_required
+def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    return _decision_action(
+        request, project, decision_id, "reaffirm", ReaffirmForm, "Check the form.",
+        lambda p, d, data: p.traces.reaffirm_decision(
+            str(d.id), explanation=data["explanation"], request_id=data["request_id"]),
+        "Reaffirmed: the decision is clear again.",
+    )
 
 
 @require_POST
 @login_required
 def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
-    p = _project(request, project)
-    access.require(request.user, access.REVIEWER)
-    d = _decision_or_404(p, decision_id)
-    form = RejectForm(request.POST)
-    if not form.is_valid():
-        return _refused(request, p, d, "reject", form, "Say why the decision is rejected.")
-    result = p.traces.reject_decision(str(d.id), reason=form.cleaned_data["reason"],
-                                      request_id=form.cleaned_data["request_id"])
-    if not result.recorded:
-        return _refused(request, p, d, "reject", form, WRITE_ERRORS[result.error])
-    return _after_action(request, p, d, "Rejected.")
+    return _decision_action(
+        request, project, decision_id, "reject", RejectForm, "Say why the decision is rejected.",
+        lambda p, d, data: p.traces.reject_decision(str(d.id), reason=data["reason"], request_id=data["request_id"]),
+        "Rejected.",
+    )
 
 
 @require_POST
