@@ -144,10 +144,10 @@ class EmbeddedServer:
             raise GraphStoreError(f"cannot create the data directory {self.data_dir}: {exc.strerror}") from exc
         if not os.access(self.data_dir, os.W_OK | os.X_OK):
             raise GraphStoreError(f"the data directory {self.data_dir} is not writable")
-        probe = self.data_dir / ".write-test"
+        # A probe of this process's own: several processes open one store at once.
         try:
-            probe.write_text("ok")
-            probe.unlink()
+            with tempfile.NamedTemporaryFile(dir=self.data_dir, prefix=".write-test-"):
+                pass
         except OSError as exc:
             raise GraphStoreError(f"the data directory {self.data_dir} is not writable: {exc.strerror}") from exc
 

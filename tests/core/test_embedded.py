@@ -131,6 +131,21 @@ def test_a_dead_user_does_not_keep_the_server_from_stopping(tmp_path: Path) -> N
     assert pid_gone(server_pid)
 
 
+def test_many_openers_of_one_directory_at_once_all_pass_the_write_check(tmp_path: Path) -> None:
+    # Processes started together (a test's writers, a web server's workers)
+    # each check the directory is writable; one opener's check must never
+    # trip over another's.
+    from concurrent.futures import ThreadPoolExecutor
+
+    def prepare(_: int) -> None:
+        for _ in range(50):
+            EmbeddedServer(tmp_path)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(prepare, range(8)))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".write-test")]
+
+
 def test_a_data_directory_that_cannot_be_created_is_a_clear_error(tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
