@@ -67,7 +67,7 @@ def story(db: None) -> Iterator[Story]:
     graph.update("oncall", "Owners answer pages within a day.")  # the passage changed
     yield Story(project, str(moved.id), str(changed.id), str(clear.id),
                 c.event_id(c.task_id(project, "choose-db"), 1), str(xss.id))
-    store.drop_project(project)
+    get_store().drop_project(project)  # the handle may have been reopened by the test
     reset_store()
 
 
