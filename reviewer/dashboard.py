@@ -415,7 +415,10 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> H
 
 
 def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str) -> HttpResponse:
-    """The form again, beside the sentence, with what the person typed."""
+    """The form again, beside the sentence, with what the person typed. The
+    decision is read again: a refusal often means someone else acted first,
+    and the page should show what they did."""
+    d = p.traces.get_decision(str(d.id)).decision or d
     if request.htmx and form_name != "supersede":
         return render(request, "reviewer/_decision_card.html", _ctx(
             request, p, d=d, forms={form_name: form}, error=sentence, error_form=form_name,

@@ -14,3 +14,7 @@ os.environ.pop("REVIEWER_AUTH_DB", None)
 from reviewer.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+# A file, not SQLite's shared in-memory database: the live server's request
+# threads then each use their own connection, as a deployed server does.
+DATABASES["default"]["TEST"] = {"NAME": os.path.join(os.environ["REVIEWER_DATA_DIR"], "test-auth.sqlite3")}  # noqa: F405

@@ -259,3 +259,17 @@ def test_each_card_carries_its_own_request_id(story: Story, as_: Any) -> None:
     second = client.post(f"/p/{story.project}/decisions/{story.changed}/reject",
                          {"request_id": ids[3], "reason": "policy moved"}, HTTP_HX_REQUEST="true")
     assert "Reaffirmed" in first.content.decode() and "Rejected" in second.content.decode()
+
+
+def test_acting_on_a_decision_someone_else_settled_says_so_and_shows_their_act(story: Story, as_: Any) -> None:
+    first, second = as_("reviewer"), as_("steward")
+    url = f"/p/{story.project}/decisions/{story.moved}/reject"
+    assert first.post(url, {"request_id": "first", "reason": "Wrong database."}).status_code == 302
+    stale = second.post(url, {"request_id": "second", "reason": "Too slow."})  # from a tab opened earlier
+    body = stale.content.decode()
+    assert stale.status_code == 400
+    assert "Someone already superseded or rejected this decision" in body
+    assert "Rejected by rita: Wrong database." in body
+    hx = second.post(url, {"request_id": "third", "reason": "Too slow."}, HTTP_HX_REQUEST="true")
+    assert "Someone already superseded or rejected this decision" in hx.content.decode()
+    assert len([e for e in ActivityLog(get_store(), project_id=story.project).list() if e.action == "reject"]) == 1
