@@ -13,6 +13,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -598,7 +599,8 @@ class DecisionTraces:
     ) -> tuple[list[Support], list[dict[str, Any]]] | None:
         """The current supports that confirm ``supports`` now, or None when
         one cannot be confirmed."""
-        review = {"reviewed_by": self.agent_id, "reviewed_at": at, "review_explanation": explanation}
+        review = {"reviewed_by": self.agent_id, "reviewed_at": datetime.fromisoformat(at),
+                  "review_explanation": explanation}
         renewed: list[Support] = []
         links: list[dict[str, Any]] = []
         for s in supports:

@@ -150,6 +150,10 @@ def _chunk_range(starts: list[int], length: int, index: int) -> tuple[int, int] 
     return starts[index], starts[index + 1] if index + 1 < len(starts) else length
 
 
+def _document_reused() -> DocumentWriteResult:
+    return DocumentWriteResult(recorded=False, error=DocumentErrorCode.request_id_reused)
+
+
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -164,30 +168,45 @@ class Graph:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.optional_text(agent_id, "agent_id")
-        store.ensure_schema(self.project_id, KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA)
+        store.ensure_schema(self.project_id, KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA + c.REQUEST_SCHEMA)
 
     # -- writes -----------------------------------------------------------
 
-    def add(self, key: str, text: str) -> DocumentWriteResult:
+    def add(self, key: str, text: str, *, request_id: str | None = None) -> DocumentWriteResult:
         """A new document. The same key with the same text returns the
         current version; with another text it is refused (use ``update``).
-        A deleted key can be added again: it continues its versions."""
-        return self._write(key, text, mode="add")
+        A deleted key can be added again: it continues its versions.
 
-    def update(self, key: str, text: str) -> DocumentWriteResult:
+        ``request_id``, as on every other write: the same id with the same
+        arguments returns the first result and writes nothing."""
+        return self._write(key, text, mode="add", request_id=request_id)
+
+    def update(self, key: str, text: str, *, request_id: str | None = None) -> DocumentWriteResult:
         """A new current version. The same text as the current one changes
         nothing. Active decisions citing an older version are flagged."""
-        return self._write(key, text, mode="update")
+        return self._write(key, text, mode="update", request_id=request_id)
 
-    def _write(self, key: str, text: str, *, mode: str) -> DocumentWriteResult:
+    def _write(self, key: str, text: str, *, mode: str, request_id: str | None) -> DocumentWriteResult:
         key = c.text(key, "key", allow_empty=False)
         text = c.text(text, "text")
+        if not c.check_request_id(request_id):
+            return DocumentWriteResult(recorded=False, error=DocumentErrorCode.invalid_request_id)
         digest = content_hash(text)
         doc_id = document_node_id(self.project_id, key)
         starts = chunk_offsets(text)
+        replay = c.Replay(self.project_id, request_id, f"{mode}_document", {"key": key, "hash": digest})
 
         def work(tx: Tx) -> DocumentWriteResult:
             tx.lock("Document", doc_id)
+            earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
+            if earlier is not None:
+                return earlier
+            result = write(tx)
+            if result.recorded:
+                replay.remember(tx, result)
+            return result
+
+        def write(tx: Tx) -> DocumentWriteResult:
             rows = tx.read(
                 "MATCH (d:Document {id: $id}) RETURN d.activation_seq AS seq, d.content_hash AS hash, "
                 "d.deleted_at AS deleted_at",
@@ -249,14 +268,26 @@ class Graph:
 
         return self.store.transact(self.project_id, work)
 
-    def delete(self, key: str) -> DocumentWriteResult:
+    def delete(self, key: str, *, request_id: str | None = None) -> DocumentWriteResult:
         """The document is gone from the graph's current state (its versions
         are kept for the record); every active decision citing it is flagged."""
         key = c.text(key, "key", allow_empty=False)
+        if not c.check_request_id(request_id):
+            return DocumentWriteResult(recorded=False, error=DocumentErrorCode.invalid_request_id)
         doc_id = document_node_id(self.project_id, key)
+        replay = c.Replay(self.project_id, request_id, "delete_document", {"key": key})
 
         def work(tx: Tx) -> DocumentWriteResult:
             tx.lock("Document", doc_id)
+            earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
+            if earlier is not None:
+                return earlier
+            result = write(tx)
+            if result.recorded:
+                replay.remember(tx, result)
+            return result
+
+        def write(tx: Tx) -> DocumentWriteResult:
             rows = tx.read(
                 "MATCH (d:Document {id: $id}) WHERE d.deleted_at IS NULL RETURN d.activation_seq AS seq", {"id": doc_id}
             )

@@ -48,6 +48,8 @@ class VersionStatus(str, Enum):
 class DocumentErrorCode(str, Enum):
     document_exists = "document_exists"
     document_not_found = "document_not_found"
+    request_id_reused = "request_id_reused"
+    invalid_request_id = "invalid_request_id"
 
 
 class EvidenceRef(Model):

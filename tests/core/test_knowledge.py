@@ -150,3 +150,23 @@ def test_another_projects_evidence_is_unavailable(store: GraphStore, graph: Grap
         assert other.fetch(span).status is FetchStatus.unavailable
     finally:
         store.drop_project(project_id + "-other")
+
+
+def test_document_writes_with_a_request_id_act_once(graph: Graph) -> None:
+    first = graph.add("runbook", "v1", request_id="imp-1")
+    assert first.recorded and first.version.activation_seq == 1
+    assert graph.update("runbook", "v2", request_id="imp-2").version.activation_seq == 2
+    assert graph.update("runbook", "v3", request_id="imp-3").version.activation_seq == 3
+    # the same requests again (a file imported twice): nothing changes
+    assert graph.add("runbook", "v1", request_id="imp-1") == first
+    again = graph.update("runbook", "v2", request_id="imp-2")
+    assert again.recorded and again.version.activation_seq == 2
+    assert graph.get_document("runbook").activation_seq == 3
+    assert len(graph.list_versions("runbook")) == 3
+    deleted = graph.delete("runbook", request_id="imp-4")
+    assert deleted.recorded and graph.delete("runbook", request_id="imp-4") == deleted
+    # an id used for something else is refused, bad ids are refused, nothing written
+    assert graph.update("runbook", "v9", request_id="imp-3").error is DocumentErrorCode.request_id_reused
+    assert graph.add("other", "x", request_id="").error is DocumentErrorCode.invalid_request_id
+    assert graph.add("other", "x", request_id="r" * 65).error is DocumentErrorCode.invalid_request_id
+    assert graph.get_document("other") is None

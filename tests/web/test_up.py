@@ -1,8 +1,10 @@
-"""manage.py up: the newcomer's set-up command."""
+"""manage.py up (the newcomer's set-up command), review_sweep, import_traces, export_traces."""
 
 from __future__ import annotations
 
+import uuid
 from io import StringIO
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -80,3 +82,36 @@ def test_review_sweep_finishes_the_queue_and_respects_a_limit() -> None:
         assert all(traces.get_decision(str(k.id)).decision.review_reason.value == "dependency_review" for k in kids)
     finally:
         store.drop_project(project)
+
+
+def test_import_and_export_commands_report_lines_and_round_trip(tmp_path: Any, capsys: Any) -> None:
+    import json
+
+    from django.core.management.base import CommandError
+
+    from core.history import ConversationHistory
+    from reviewer.store import get_store
+
+    project = "cmd-" + uuid.uuid4().hex[:8]
+    good = [{"op": "create_task", "project": project, "task": "pick-db", "goal": "Pick a database"},
+            {"op": "record_event", "project": project, "task": "pick-db", "kind": "message", "role": "user",
+             "payload": "Which database?"}]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join([json.dumps(good[0]), "{oops", json.dumps(good[1])]) + "\n")
+    with pytest.raises(CommandError, match="1 line"):
+        call_command("import_traces", str(path))
+    captured = capsys.readouterr()
+    assert "line 2: not JSON" in captured.err and "2 lines applied, 1 failed" in captured.out
+    out = tmp_path / "export.jsonl"
+    call_command("export_traces", project=project, output=out)
+    lines = out.read_text().splitlines()
+    assert [json.loads(x)["op"] for x in lines] == ["create_task", "record_event"]
+    copy = project + "-copy"
+    call_command("import_traces", str(out), project=copy)
+    call_command("import_traces", str(out), project=copy)  # twice: nothing new
+    copied = ConversationHistory(get_store(), project_id=copy, agent_id="t").list_events("pick-db")
+    assert [e.payload for e in copied.events] == ["Which database?"]
+    with pytest.raises(CommandError, match="no project"):
+        call_command("export_traces", project="nothing-here")
+    for p in (project, copy):
+        get_store().drop_project(p)

@@ -1,0 +1,428 @@
+"""Traces in and out as JSON Lines: one core operation a line.
+
+The format (version 1) maps one to one onto the core API. Every line is an
+object with ``op`` and the operation's arguments, named as the core names
+them; ``project`` (or the importer's ``--project``), ``agent`` (the agent id
+the write runs as; default ``import``) and ``request_id`` are common to all::
+
+    {"op": "create_task", "project": "acme", "agent": "planner", "task": "choose-db", "goal": "Pick a database"}
+    {"op": "record_event", "task": "choose-db", "kind": "message", "role": "user", "payload": "Which one?"}
+    {"op": "set_step", "task": "choose-db", "name": "compare", "state": "completed", "kind": "analysis",
+     "result_event_seq": 1, "result_basis": "supported", "result_supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]}
+    {"op": "add_document", "key": "adr-7", "text": "..."}          also update_document, delete_document
+    {"op": "record_decision", "task": "choose-db", "choice_key": "orders-db", "conclusion": "...",
+     "rationale": "...", "assumptions": [], "open_questions": [], "supports": [...]}
+    {"op": "supersede_decision", "decision": {"task": "choose-db", "choice_key": "orders-db", "revision": 1},
+     "conclusion": "...", "rationale": "...", "explanation": "...", "supports": [...]}
+    {"op": "reject_decision", "decision": "<decision id>", "reason": "..."}
+    {"op": "reaffirm_decision", "decision": {...}, "explanation": "..."}
+    {"op": "redact_event", "task": "choose-db", "seq": 3, "reason": "..."}
+    {"op": "delete_task", "task": "scratch", "include_decisions": true, "reason": "..."}
+    {"op": "continue_review", "limit": 500}                       or "until_done": true
+
+A decision is named by its id or, portably, by ``{"task", "choice_key",
+"revision"}``. Supports are the core's support inputs; a document support may
+also be written portably as ``{"kind": "document", "key", "version",
+"start", "end"}`` (a span) or ``{"kind": "document", "key", "version",
+"chunk"}``, and a decision support as ``{"kind": "decision", "task_name",
+"choice_key", "revision"}``. Document passages are fetched at import time, as
+the agent would have fetched them.
+
+A line without ``request_id`` gets one derived from its line number and
+content, so importing the same file twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import _common as c
+from .decisions import DecisionTraces
+from .history import ConversationHistory
+from .knowledge import Graph, decode_evidence_id, document_node_id, encode_chunk, encode_span
+from .models import DecisionSupport, DocumentSupport, EventSupport
+from .retention import HistoryRetention
+from .stores import GraphStore
+
+FORMAT_VERSION = 1
+OPERATIONS = (
+    "create_task", "record_event", "set_step", "add_document", "update_document", "delete_document",
+    "record_decision", "supersede_decision", "reject_decision", "reaffirm_decision", "redact_event",
+    "delete_task", "continue_review",
+)
+_COMMON = {"op", "project", "agent", "request_id"}
+
+
+class LineError(ValueError):
+    """A line that cannot be applied: not an operation, bad arguments, or
+    refused by the core (``code`` is then the core's error code)."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Outcome:
+    op: str
+    project: str
+    result: BaseModel | None
+
+
+def derived_request_id(line_number: int, line: dict[str, Any]) -> str:
+    body = json.dumps({k: v for k, v in line.items() if k != "request_id"}, sort_keys=True, ensure_ascii=False)
+    return "import:" + hashlib.sha256(f"{line_number}\x1f{body}".encode()).hexdigest()[:48]
+
+
+class Importer:
+    """Applies lines to a store, building each service once per project and agent."""
+
+    def __init__(self, store: GraphStore, *, project: str | None = None) -> None:
+        self.store = store
+        self.project = project
+        self._services: dict[tuple[str, str, str], Any] = {}
+
+    def _service(self, kind: type, project: str, agent: str) -> Any:
+        key = (kind.__name__, project, agent)
+        if key not in self._services:
+            self._services[key] = kind(self.store, project_id=project, agent_id=agent)
+        return self._services[key]
+
+    def apply(self, line: Any, line_number: int) -> Outcome:
+        if not isinstance(line, dict):
+            raise LineError("a line must be a JSON object")
+        op = line.get("op")
+        if op not in OPERATIONS:
+            raise LineError(f"unknown operation {op!r}; expected one of {', '.join(OPERATIONS)}")
+        project = self.project or line.get("project")
+        if not isinstance(project, str) or not project:
+            raise LineError("no project: give \"project\" on the line or --project to the importer")
+        agent = line.get("agent", "import")
+        if not isinstance(agent, str) or not agent:
+            raise LineError("\"agent\" must be a non-empty string")
+        request_id = line.get("request_id") or derived_request_id(line_number, line)
+        args = {k: v for k, v in line.items() if k not in _COMMON}
+        try:
+            result = getattr(self, "_" + op)(project, agent, request_id, args)
+        except (TypeError, ValueError, KeyError) as exc:
+            if isinstance(exc, LineError):
+                raise
+            raise LineError(f"bad arguments for {op}: {exc}") from exc
+        error = getattr(result, "error", None)
+        if result is not None and getattr(result, "recorded", True) is False:
+            code = getattr(error, "value", str(error))
+            raise LineError(f"{op} refused: {code}", code)
+        return Outcome(op, project, result)
+
+    # -- operations -------------------------------------------------------
+
+    def _history(self, project: str, agent: str) -> ConversationHistory:
+        return self._service(ConversationHistory, project, agent)
+
+    def _graph(self, project: str, agent: str) -> Graph:
+        return self._service(Graph, project, agent)
+
+    def _traces(self, project: str, agent: str) -> DecisionTraces:
+        return self._service(DecisionTraces, project, agent)
+
+    def _retention(self, project: str, agent: str) -> HistoryRetention:
+        return self._service(HistoryRetention, project, agent)
+
+    def _create_task(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._history(project, agent).create_task(a.pop("task"), request_id=rid, **a)
+
+    def _record_event(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._history(project, agent).record_event(a.pop("task"), request_id=rid, **a)
+
+    def _set_step(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        if a.get("result_supports") is not None:
+            a["result_supports"] = [self._support(project, s) for s in a["result_supports"]]
+        return self._history(project, agent).set_step(a.pop("task"), request_id=rid, **a)
+
+    def _add_document(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._graph(project, agent).add(a.pop("key"), a.pop("text"), request_id=rid, **a)
+
+    def _update_document(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._graph(project, agent).update(a.pop("key"), a.pop("text"), request_id=rid, **a)
+
+    def _delete_document(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._graph(project, agent).delete(a.pop("key"), request_id=rid, **a)
+
+    def _supports_and_fetched(self, project: str, agent: str, raw: Any) -> tuple[list[Any], list[Any]]:
+        if not isinstance(raw, list):
+            raise LineError("\"supports\" must be a list")
+        supports = [self._support(project, s) for s in raw]
+        graph = self._graph(project, agent)
+        fetched = [graph.fetch(s["evidence_id"]) for s in supports if s.get("kind") == "document"]
+        return supports, fetched
+
+    def _record_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        supports, fetched = self._supports_and_fetched(project, agent, a.pop("supports", None))
+        return self._traces(project, agent).record_decision(
+            a.pop("task"), supports=supports, fetched=fetched, request_id=rid, **a)
+
+    def _supersede_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        target = self._decision(project, a.pop("decision"))
+        supports, fetched = self._supports_and_fetched(project, agent, a.pop("supports", None))
+        return self._traces(project, agent).supersede_decision(
+            target, supports=supports, fetched=fetched, request_id=rid, **a)
+
+    def _reject_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._traces(project, agent).reject_decision(self._decision(project, a.pop("decision")),
+                                                            request_id=rid, **a)
+
+    def _reaffirm_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._traces(project, agent).reaffirm_decision(self._decision(project, a.pop("decision")),
+                                                              request_id=rid, **a)
+
+    def _redact_event(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        task, seq = a.pop("task"), a.pop("seq")
+        if not isinstance(task, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            raise LineError("redact_event needs \"task\" (a name) and \"seq\" (a number)")
+        eid = c.event_id(c.task_id(project, task), seq)
+        return self._retention(project, agent).redact_event(eid, request_id=rid, **a)
+
+    def _delete_task(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._retention(project, agent).delete_task(a.pop("task"), request_id=rid, **a)
+
+    def _continue_review(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        traces = self._traces(project, agent)
+        if a.pop("until_done", False):
+            while traces.continue_decision_review(**a).more:
+                pass
+            return None
+        return traces.continue_decision_review(**a)
+
+    # -- references -------------------------------------------------------
+
+    def _decision(self, project: str, ref: Any) -> str:
+        if isinstance(ref, str):
+            return ref
+        if isinstance(ref, dict) and {"task", "choice_key", "revision"} <= ref.keys():
+            return c.decision_id(c.task_id(project, ref["task"]), ref["choice_key"], int(ref["revision"]))
+        raise LineError("a decision is named by its id or by {\"task\", \"choice_key\", \"revision\"}")
+
+    def _support(self, project: str, s: Any) -> dict[str, Any]:
+        if not isinstance(s, dict):
+            raise LineError("a support must be an object")
+        kind = s.get("kind")
+        if kind == "document" and "key" in s:
+            doc = document_node_id(project, s["key"])
+            if "chunk" in s:
+                return {"kind": "document", "evidence_id": encode_chunk(doc, int(s["version"]), int(s["chunk"]))}
+            return {"kind": "document",
+                    "evidence_id": encode_span(doc, int(s["version"]), int(s["start"]), int(s["end"]))}
+        if kind == "decision" and "choice_key" in s:
+            ref = {"task": s.get("task_name"), "choice_key": s["choice_key"], "revision": s.get("revision")}
+            return {"kind": "decision", "decision_id": self._decision(project, ref)}
+        return dict(s)
+
+
+def import_lines(store: GraphStore, lines: Iterable[str], *, project: str | None = None
+                 ) -> Iterator[tuple[int, Outcome | LineError]]:
+    """Apply each line in order; yields (line number, outcome or error).
+    A bad line is reported and the import goes on."""
+    importer = Importer(store, project=project)
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as exc:
+            yield number, LineError(f"not JSON: {exc.msg} at column {exc.colno}")
+            continue
+        try:
+            yield number, importer.apply(line, number)
+        except LineError as exc:
+            yield number, exc
+
+
+# -- export ---------------------------------------------------------------------------
+
+
+def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
+    """The project as operations, in the order they happened; importing
+    them into an empty store rebuilds its tasks, events, steps, documents,
+    decisions and their review."""
+    timed: list[tuple[datetime, int, int, dict[str, Any]]] = []
+    n = 0
+
+    def at(when: Any, rank: int, line: dict[str, Any]) -> None:
+        nonlocal n
+        n += 1
+        timed.append((when, rank, n, {"op": line.pop("op"), "project": project, **line}))
+
+    history = ConversationHistory(store, project_id=project, agent_id="export")
+    graph = Graph(store, project_id=project, agent_id="export")
+    traces = DecisionTraces(store, project_id=project, agent_id="export")
+
+    # documents: every version, and the deletions between them
+    keys = [r["key"] for r in store.read(
+        project, "MATCH (d:Document) WHERE d.project_id = $p RETURN d.key AS key ORDER BY key", {"p": project})]
+    for key in keys:
+        versions = sorted(graph.list_versions(key), key=lambda v: v.activation_seq)
+        live = False
+        for i, v in enumerate(versions):
+            text = graph.version_text(key, v.activation_seq)
+            op = "update_document" if live else "add_document"
+            at(v.created_at, 0, {"op": op, "agent": v.author or "import", "key": key, "text": text,
+                                 "request_id": f"export:doc:{key}:{v.activation_seq}"[:64]})
+            live = True
+            following = versions[i + 1] if i + 1 < len(versions) else None
+            if v.superseded_at is not None and (following is None or following.created_at != v.superseded_at):
+                at(v.superseded_at, 9, {"op": "delete_document", "agent": "import", "key": key,
+                                        "request_id": f"export:del:{key}:{v.activation_seq}"[:64]})
+                live = False
+
+    # tasks, events, steps
+    tasks = []
+    after: str | None = None
+    while True:
+        page, more = history.list_tasks(after_name=after, limit=200)
+        tasks += page
+        if not more or not page:
+            break
+        after = page[-1].name
+    event_at: dict[tuple[str, int], datetime] = {}
+    event_of: dict[str, tuple[str, int]] = {}
+    for task in tasks:
+        at(task.created_at, 1, {"op": "create_task", "agent": task.author, "task": task.name, "goal": task.goal,
+                                "request_id": f"export:task:{task.id}"})
+        seq = 0
+        while True:
+            events = history.list_events(task.name, after_seq=seq, limit=200)
+            for e in events.events:
+                event_at[(task.name, e.seq)] = e.at
+                event_of[str(e.id)] = (task.name, e.seq)
+                line = {"op": "record_event", "agent": e.author, "task": task.name, "kind": e.kind.value,
+                        "payload": e.payload, "request_id": f"export:event:{e.id}"}
+                if e.role is not None:
+                    line["role"] = e.role
+                if e.name is not None:
+                    line["name"] = e.name
+                at(e.at, 2, line)
+            if not events.truncated:
+                break
+            seq = events.next_after_seq
+    decisions = _all_decisions(traces, [t.name for t in tasks])
+    ref = {str(d.id): {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision} for d in decisions}
+    for task in tasks:
+        # A step carries the task's event number when it was last set: it
+        # goes right after that event.
+        set_at = {r["name"]: r["seq"] or 0 for r in store.read(
+            project, "MATCH (s:Step) WHERE s.task_id = $tid RETURN s.name AS name, s.updated_seq AS seq",
+            {"tid": str(task.id)})}
+        name: str | None = None
+        while True:
+            steps = history.list_steps(task.name, after_name=name, limit=200)
+            for s in steps.steps:
+                line = {"op": "set_step", "agent": task.author, "task": task.name, "name": s.name,
+                        "state": s.state.value, "kind": s.kind.value, "result_event_seq": s.result_event_seq,
+                        "result_basis": s.result_basis.value,
+                        "result_supports": [_portable(x, ref) for x in s.result_supports] or None,
+                        "request_id": f"export:step:{c.step_id(str(task.id), s.name)}"}
+                when = event_at.get((task.name, set_at.get(s.name, 0)), task.created_at)
+                at(when, 3, line)
+            if not steps.truncated:
+                break
+            name = steps.next_after_name
+
+    # decisions: each revision as it was recorded, then what reviewers did
+    for d in decisions:
+        initial = _initial_supports(traces, str(d.id))
+        line: dict[str, Any] = {"agent": d.author, "conclusion": d.conclusion, "rationale": d.rationale,
+                                "assumptions": d.assumptions, "open_questions": d.open_questions,
+                                "supports": [_portable(s, ref) for s in initial],
+                                "request_id": f"export:decision:{d.id}"}
+        if d.revision == 1:
+            at(d.created_at, 4, {"op": "record_decision", "task": d.task_name, "choice_key": d.choice_key, **line})
+        else:
+            explanation = next((r.explanation for r in traces.list_revisions(str(d.id))
+                                if r.decision.id == d.id), None)
+            previous = {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision - 1}
+            at(d.created_at, 4, {"op": "supersede_decision", "decision": previous,
+                                 "explanation": explanation or "superseded", **line})
+    for row in store.read(
+        project,
+        "MATCH (a:Activity) WHERE a.project_id = $p AND a.action IN ['reject', 'reaffirm', 'redact'] "
+        "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_id AS target, "
+        "a.reason AS reason ORDER BY a.at, a.id",
+        {"p": project},
+    ):
+        when = datetime.fromisoformat(row["at"])
+        rid = f"export:activity:{row['id']}"[:64]
+        if row["action"] == "redact" and row["target"] in event_of:
+            task_name, seq = event_of[row["target"]]
+            at(when, 5, {"op": "redact_event", "agent": row["actor"], "task": task_name, "seq": seq,
+                         "reason": row["reason"], "request_id": rid})
+        elif row["action"] == "reject" and row["target"] in ref:
+            at(when, 5, {"op": "reject_decision", "agent": row["actor"], "decision": ref[row["target"]],
+                         "reason": row["reason"] or "rejected", "request_id": rid})
+        elif row["action"] == "reaffirm" and row["target"] in ref:
+            line = {"op": "reaffirm_decision", "agent": row["actor"], "decision": ref[row["target"]],
+                    "request_id": rid}
+            if row["reason"]:
+                line["explanation"] = row["reason"]
+            at(when, 5, line)
+    timed.sort(key=lambda t: (t[0], t[1], t[2]))
+    yield from (line for _when, _rank, _n, line in timed)
+    # The source's review spread to the end: so does the import's. (Review
+    # still queued at the source stays queued in the import, for a sweep.)
+    if decisions and traces.review_counts().get("queued", 0) == 0:
+        yield {"op": "continue_review", "project": project, "agent": "import", "until_done": True}
+
+
+def _all_decisions(traces: DecisionTraces, task_names: list[str]) -> list[Any]:
+    out = []
+    for name in task_names:
+        offset = 0
+        while True:
+            page = traces.list_decisions(name, include_history=True, offset=offset).page
+            out += page.decisions
+            if not page.truncated:
+                break
+            offset += len(page.decisions)
+    return out
+
+
+def _initial_supports(traces: DecisionTraces, decision_id: str) -> list[Any]:
+    """The supports a decision was recorded with: the first batch of its
+    support history (a reaffirm replaces the batch and keeps the old one)."""
+    records: list[Any] = []
+    after = -1
+    while True:
+        page = traces.list_support_history(decision_id, after_ordinal=after, limit=200)
+        records += page.supports
+        if not page.truncated:
+            break
+        after = page.next_after_ordinal
+    if not records:
+        return []
+    first = records[0].reviewed_at
+    return [r for r in records if r.reviewed_at == first and r.current == records[0].current]
+
+
+def _portable(s: Any, ref: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if isinstance(s, DocumentSupport):
+        evidence = decode_evidence_id(s.evidence_id)
+        if evidence.kind.value == "chunk":
+            return {"kind": "document", "key": s.document_key, "version": evidence.activation_seq,
+                    "chunk": evidence.chunk_index}
+        return {"kind": "document", "key": s.document_key, "version": evidence.activation_seq,
+                "start": evidence.char_start, "end": evidence.char_end}
+    if isinstance(s, EventSupport):
+        return {"kind": "event", "task_name": s.task_name, "seq": s.seq}
+    if isinstance(s, DecisionSupport):
+        target = ref.get(str(s.decision_id))
+        if target is None:
+            return {"kind": "decision", "decision_id": str(s.decision_id)}
+        return {"kind": "decision", "task_name": target["task"], "choice_key": target["choice_key"],
+                "revision": target["revision"]}
+    raise ValueError(f"unknown support {s!r}")
