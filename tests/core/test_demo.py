@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from core import _common as c
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.models import DecisionStatus, ReviewReason, ReviewState
@@ -32,4 +33,41 @@ def test_the_demo_holds_work_to_review(store: GraphStore) -> None:
         assert all(every_state[s] == 1 for s in every_state if s.value != "in_progress")
     finally:
         for project in renamed:
+            store.drop_project(project)
+
+
+def test_the_large_set_holds_what_it_says_and_is_the_same_for_a_seed(store: GraphStore) -> None:
+    from reviewer import demo_large
+
+    a, b, other = (f"scale-{uuid.uuid4().hex[:6]}" for _ in range(3))
+    try:
+        counts = demo_large.seed_large(store, project=a, decisions=500, events=3_000, seed=3)
+        assert (counts.tasks, counts.events, counts.decisions, counts.steps, counts.documents) == (
+            5, 3_000, 500, 25, len(demo_large.POLICIES) + len(demo_large.SERVICES))
+        traces = DecisionTraces(store, project_id=a, agent_id="t")
+        history = ConversationHistory(store, project_id=a, agent_id="t")
+        tasks, _more = history.list_tasks(limit=200)
+        assert len(tasks) == 5 and sum(t.event_seq for t in tasks) == 3_000
+        kinds = {e.kind.value for e in history.list_events(tasks[0].name, limit=200).events}
+        assert {"message", "tool_call", "tool_result", "note"} <= kinds
+        view = history.get_task(tasks[0].name).view
+        assert all(view.step_counts[s] == 1 for s in view.step_counts)  # a step in every state
+        review = traces.review_counts()
+        assert counts.flagged > 0 and review["needs_review"] > 0
+        for reason in (ReviewReason.source_changed, ReviewReason.source_removed):
+            assert traces.list_decisions_for_review(reason=reason).decisions, reason
+
+        demo_large.seed_large(store, project=b, decisions=500, events=3_000, seed=3)
+        demo_large.seed_large(store, project=other, decisions=500, events=3_000, seed=4)
+
+        def story(project: str) -> list[tuple[str, str]]:
+            t = DecisionTraces(store, project_id=project, agent_id="t")
+            name = tasks[3].name
+            service, concern = name.split("-")[0], name.split("-")[1]
+            ids = [c.decision_id(c.task_id(project, name), f"{service}-{concern}-{k:03d}", 1) for k in range(100)]
+            return [(d.choice_key, d.conclusion) for d in (t.get_decision(i).decision for i in ids)]
+
+        assert story(a) == story(b) and story(a) != story(other)
+    finally:
+        for project in (a, b, other):
             store.drop_project(project)

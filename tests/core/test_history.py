@@ -469,3 +469,22 @@ def test_step_counts_follow_every_change(history: ConversationHistory, task: str
         actual[step.state] += 1
     assert counted() == actual
     assert actual[StepState.unknown] == 2 and actual[StepState.completed] == 2 and actual[StepState.in_progress] == 0
+
+
+def test_load_events_appends_a_checked_batch_numbered_on(history: ConversationHistory, task: str) -> None:
+    assert history.record_event(task, kind="message", role="user", payload="first").event.seq == 1
+    long = "x" * 40_000
+    last = history.load_events(task, [{"kind": "tool_call", "name": "search", "payload": "q"},
+                                      {"kind": "tool_result", "name": "search", "payload": long}])
+    assert last == 3
+    page = history.list_events(task).events
+    assert [(e.seq, e.kind.value) for e in page] == [(1, "message"), (2, "tool_call"), (3, "tool_result")]
+    assert page[2].truncated and len(page[2].payload) == 32_000
+    assert page[2].payload_sha256 == hashlib.sha256(long.encode()).hexdigest()
+    # a bad item anywhere refuses the whole batch before anything is written
+    with pytest.raises(ValueError):
+        history.load_events(task, [{"kind": "message", "payload": "ok"}, {"kind": "shout", "payload": "no"}])
+    with pytest.raises(ValueError, match="task_not_found"):
+        history.load_events("no-such-task", [{"kind": "message", "payload": "x"}])
+    assert history.get_task(task).view.last_event_seq == 3
+    assert history.record_event(task, kind="note", payload="after").event.seq == 4  # single writes number on

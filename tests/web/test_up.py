@@ -115,3 +115,20 @@ def test_import_and_export_commands_report_lines_and_round_trip(tmp_path: Any, c
         call_command("export_traces", project="nothing-here")
     for p in (project, copy):
         get_store().drop_project(p)
+
+
+def test_seed_demo_large_loads_with_progress_and_refuses_to_load_twice(capsys: Any) -> None:
+    from django.core.management.base import CommandError
+
+    from reviewer import demo_large
+    from reviewer.store import get_store
+
+    try:
+        call_command("seed_demo", size="large", decisions=300, events=1_200, reset=True)
+        captured = capsys.readouterr()
+        assert "300 decisions" in captured.out and "1,200 events" in captured.out and "peaked at" in captured.out
+        assert "decisions" in captured.err and "] 3/3" in captured.err  # the progress bar reached its end
+        with pytest.raises(CommandError, match="--reset"):
+            call_command("seed_demo", size="large", decisions=300, events=1_200)
+    finally:
+        get_store().drop_project(demo_large.PROJECT)
