@@ -220,20 +220,29 @@ class ActivityLog:
         store.ensure_schema(self.project_id, _review.DECISION_SCHEMA)
 
     def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
-        """``before``: an ISO time from the last entry of the previous page."""
+        """Newest first. ``before``: ``cursor(last entry)`` of the previous
+        page (an ISO time alone is taken too: the entries before that time)."""
         before = c.optional_text(before, "before")
         action = c.optional_text(action, "action")
         limit = c.clamp(limit, 50, 200)
+        at, _, after_id = (before or "").partition("|")
         rows = self.store.read(
             self.project_id,
-            "MATCH (a:Activity) WHERE a.project_id = $p AND ($before IS NULL OR a.at < $before) "
+            "MATCH (a:Activity) WHERE a.project_id = $p "
+            "AND ($at IS NULL OR a.at < $at OR (a.at = $at AND $id IS NOT NULL AND a.id > $id)) "
             "AND ($action IS NULL OR a.action = $action) "
             "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
             "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_kind AS target_kind, "
             "a.target_id AS target_id, a.summary AS summary, a.reason AS reason",
-            {"p": self.project_id, "before": before, "action": action, "n": limit},
+            {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
         return [ActivityEntry.model_validate(r) for r in rows]
+
+    @staticmethod
+    def cursor(entry: ActivityEntry) -> str:
+        """Where the page after ``entry`` starts: its time and id, so entries
+        written in the same instant are neither skipped nor repeated."""
+        return f"{c.iso(entry.at)}|{entry.id}"
 
 
 def _bool(value: Any) -> bool:

@@ -660,5 +660,5 @@ def activity(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     before = _param(request.GET, "before", 100) or None
     entries = p.activity.list(before=before, limit=50)
-    next_url = "?" + urlencode({"before": c.iso(entries[-1].at)}) if len(entries) == 50 else None
+    next_url = "?" + urlencode({"before": ActivityLog.cursor(entries[-1])}) if len(entries) == 50 else None
     return render(request, "reviewer/activity.html", _ctx(request, p, entries=entries, next_url=next_url))

@@ -77,3 +77,27 @@ def test_delete_task_can_keep_its_decisions(world: World) -> None:
     assert kept is not None and kept.task_name == "pick-db"
     with pytest.raises(ValueError):
         world.retention.delete_task("billing", include_decisions="yes")  # type: ignore[arg-type]
+
+
+def test_activity_pages_neither_skip_nor_repeat_entries_written_in_one_instant(world: World) -> None:
+    from core import _review
+
+    at = c.iso(c.now())
+
+    def work(tx: Any) -> None:
+        tx.read("RETURN 1 AS one", {})
+        for n in range(7):
+            _review.log_activity(tx, world.project_id, "stan", "redact", "event", f"e{n}", f"entry {n}", None, at)
+
+    world.store.transact(world.project_id, work)
+    log = ActivityLog(world.store, project_id=world.project_id)
+    seen: list[str] = []
+    before = None
+    while True:
+        page = log.list(before=before, limit=3)
+        seen += [e.target_id for e in page]
+        if len(page) < 3:
+            break
+        before = ActivityLog.cursor(page[-1])
+    assert sorted(seen) == [f"e{n}" for n in range(7)]
+    assert log.list(before=at) == []  # a time alone: the entries before it
