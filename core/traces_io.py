@@ -111,7 +111,9 @@ class Importer:
         args = {k: v for k, v in line.items() if k not in _COMMON}
         try:
             result = getattr(self, "_" + op)(project, agent, request_id, args)
-        except (TypeError, ValueError, KeyError) as exc:
+        except KeyError as exc:
+            raise LineError(f"{op} needs {exc.args[0]!r}") from exc
+        except (TypeError, ValueError) as exc:
             if isinstance(exc, LineError):
                 raise
             raise LineError(f"bad arguments for {op}: {exc}") from exc

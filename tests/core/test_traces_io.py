@@ -177,3 +177,5 @@ def test_lines_name_their_own_project_unless_the_importer_does(store: GraphStore
     assert ConversationHistory(store, project_id=project_id, agent_id="x").get_task("t").found
     orphan = json.dumps({"op": "create_task", "task": "t", "goal": "g"})
     assert "no project" in errors(import_lines(store, [orphan]))[0][1]
+    missing = json.dumps({"op": "create_task", "project": project_id, "goal": "g"})
+    assert errors(import_lines(store, [missing])) == [(1, "create_task needs 'task'")]
