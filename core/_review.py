@@ -83,7 +83,8 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_id = {s["id"]: s for s in sources}
     rows = tx.read(
         "UNWIND $ids AS id MATCH (y:Decision {id: id}) WITH y MATCH (y)<-[:DEPENDS_ON]-(x:Decision) "
-        "WHERE x.status = 'active' RETURN x.id AS id, y.id AS source, x.review_open AS open ORDER BY x.id, y.id",
+        "WHERE x.status = 'active' RETURN x.id AS id, y.id AS source, x.review_open AS open, "
+        "x.review_state AS state, x.queued AS queued ORDER BY x.id, y.id",
         {"ids": sorted(by_id)},
     )
     found: dict[str, dict[str, Any]] = {}
@@ -91,7 +92,7 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if row["id"] not in found:
             src = by_id[row["source"]]
             found[row["id"]] = {"id": row["id"], "cause": src.get("cause"), "depth": (src.get("depth") or 0) + 1,
-                                "open": bool(row["open"])}
+                                "open": bool(row["open"]), "state": row["state"], "queued": row["queued"]}
     return list(found.values())
 
 
@@ -104,19 +105,17 @@ def flag(
     at: str,
     *,
     spread: bool = True,
-    opening: int | None = None,
+    known: list[dict[str, Any]] | None = None,
 ) -> None:
     """Flag active decisions ``needs_review`` for ``reason``; with ``spread``,
-    queue the active decisions that depend on them. ``opening`` (how many of
-    ``ids`` are not in the queue yet) saves a read when the caller has it.
-    It reads first, so call it before the unit's first write."""
+    queue the active decisions that depend on them. ``known``: rows the
+    caller read of ``ids`` (``id``, ``open``, ``state``, ``queued``), which
+    saves reading them again. It reads first, so call it before the unit's
+    first write."""
     queued = dependants(tx, [{"id": i, "cause": cause, "depth": 0} for i in ids]) if spread else []
-    if opening is None:
-        opening = tx.read(
-            "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.status = 'active' AND d.review_open IS NULL "
-            "RETURN count(d) AS n",
-            {"ids": ids},
-        )[0]["n"]
+    flagged = set(ids)
+    queued = [r for r in queued if r["id"] not in flagged]
+    tally = Tally(tx, project_id, [*ids, *(r["id"] for r in queued)], known=[*(known or []), *queued])
     positions = Positions()
     tx.write(
         "UNWIND $rows AS r MATCH (d:Decision {id: r.id}) WHERE d.status = 'active' "
@@ -126,16 +125,16 @@ def flag(
         {"rows": [{"id": i, "pos": pos} for i, pos in zip(ids, positions.take(len(ids)))],
          "reason": reason.value, "cause": cause, "at": at},
     )
-    flagged = set(ids)
-    enqueue(tx, project_id, [r for r in queued if r["id"] not in flagged], at, positions, opening=opening)
+    enqueue(tx, project_id, queued, at, positions, tally=tally)
 
 
 def enqueue(
-    tx: Tx, project_id: str, rows: list[dict[str, Any]], at: str, positions: Positions, *, opening: int = 0
+    tx: Tx, project_id: str, rows: list[dict[str, Any]], at: str, positions: Positions, *, tally: Tally
 ) -> None:
     """Queue decisions for review (rows from :func:`dependants`); the clear
-    ones read ``unknown`` until the review reaches them. ``opening``: how
-    many other decisions this unit put in the queue, for its count."""
+    ones read ``unknown`` until the review reaches them. ``tally``: the
+    unit's, holding these rows' ids; settled here, as the unit's last
+    change to review state."""
     if rows:
         tx.write(
             "UNWIND $rows AS r MATCH (x:Decision {id: r.id}) WHERE x.status = 'active' "
@@ -147,31 +146,109 @@ def enqueue(
             {"rows": [{"id": r["id"], "cause": r["cause"], "depth": r["depth"], "pos": pos}
                       for r, pos in zip(rows, positions.take(len(rows)))], "at": at},
         )
-    count_open(tx, project_id, opening + sum(1 for r in rows if not r.get("open")))
+    tally.settle(tx)
 
 
 def queue_node_id(project_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://reviewer.invalid/queue/{project_id}"))
 
 
-def count_open(tx: Tx, project_id: str, delta: int) -> None:
-    """Keep the number of decisions in the review queue on a node, where the
-    store runs units one at a time (see ``GraphStore.serializable_units``):
-    the queue page then need not count ten thousand index entries."""
-    if delta and tx.serializable:
+#: What one decision adds to each kept counter of the review queue.
+COUNTERS = ("open", "needs_review", "unknown", "queued")
+_CONTRIBUTION = (
+    "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open, "
+    "sum(CASE WHEN d.review_open = true AND d.review_state = 'needs_review' THEN 1 ELSE 0 END) AS needs_review, "
+    "sum(CASE WHEN d.review_open = true AND d.review_state = 'unknown' THEN 1 ELSE 0 END) AS unknown, "
+    "sum(CASE WHEN d.review_open = true AND d.queued = true THEN 1 ELSE 0 END) AS queued"
+)
+
+
+class Tally:
+    """The review queue's kept counters (in the queue, needing review,
+    reading unknown, queued), for a store whose units run one at a time
+    (``GraphStore.serializable_units``): the overview and the queue then
+    need not aggregate ten thousand flagged decisions.
+
+    A unit that changes the review state of some decisions makes a tally of
+    their ids before its first write (it reads what they count for now;
+    ``new=True`` for decisions the unit creates), and settles it after its
+    last change to them: one statement that counts them again, seeing the
+    unit's writes, and moves the counters by the difference. Deleted
+    decisions count for nothing afterwards."""
+
+    def __init__(self, tx: Tx, project_id: str, ids: list[str], *, new: bool = False,
+                 known: list[dict[str, Any]] | None = None) -> None:
+        self.project_id = project_id
+        self.ids = sorted(set(ids))
+        self.before: dict[str, int] | None = None
+        if not tx.serializable or not self.ids:
+            return
+        self.before = dict.fromkeys(COUNTERS, 0)
+        if new:
+            return
+        wanted = set(self.ids)
+        rows = {r["id"]: r for r in known or [] if r["id"] in wanted}
+        for r in rows.values():  # what the caller read already
+            if r.get("open"):
+                self.before["open"] += 1
+                self.before["needs_review"] += r.get("state") == "needs_review"
+                self.before["unknown"] += r.get("state") == "unknown"
+                self.before["queued"] += bool(r.get("queued"))
+        rest = [i for i in self.ids if i not in rows]
+        if rest:
+            row = tx.read(f"UNWIND $ids AS id MATCH (d:Decision {{id: id}}) RETURN {_CONTRIBUTION}", {"ids": rest})
+            for k in COUNTERS:
+                self.before[k] += int(row[0][k] or 0) if row else 0
+
+    def settle(self, tx: Tx) -> None:
+        if self.before is None:
+            return
         tx.write(
-            "MERGE (q:ReviewQueue {id: $id}) ON CREATE SET q.project_id = $p, q.open = 0 "
-            "SET q.open = q.open + $delta",
-            {"id": queue_node_id(project_id), "p": project_id, "delta": delta},
+            f"UNWIND $ids AS id OPTIONAL MATCH (d:Decision {{id: id}}) WITH {_CONTRIBUTION} "
+            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
+            + "SET " + ", ".join(f"q.{k} = toInteger(coalesce(q.{k}, 0) + {k} - $b_{k})" for k in COUNTERS),
+            {"ids": self.ids, "qid": queue_node_id(self.project_id), "p": self.project_id,
+             **{f"b_{k}": v for k, v in self.before.items()}},
         )
+        self.before = None
+
+
+def kept_counts(store: Any, project_id: str) -> dict[str, int] | None:
+    """The kept counters, or None where they are not kept (or not yet: a
+    queue from before they were kept is counted once, in a unit, first)."""
+    if not store.serializable_units:
+        return None
+    fields = ", ".join(f"q.{k} AS {k}" for k in COUNTERS)
+    qid = queue_node_id(project_id)
+    rows = store.read(project_id, f"MATCH (q:ReviewQueue {{id: $id}}) RETURN {fields}", {"id": qid})
+    if rows and all(rows[0][k] is not None for k in COUNTERS):
+        return {k: int(rows[0][k]) for k in COUNTERS}
+    if not rows and not store.read(project_id, "MATCH (d:Decision) WHERE d.review_open = true RETURN 1 AS x LIMIT 1"):
+        return dict.fromkeys(COUNTERS, 0)  # nothing was ever queued (and reading writes nothing)
+    return recount(store, project_id)
+
+
+def recount(store: Any, project_id: str) -> dict[str, int]:
+    """Count the queue from its decisions and keep the counts (a repair, and
+    the first count of a queue from before they were kept)."""
+
+    def work(tx: Tx) -> dict[str, int]:
+        row = tx.read(f"MATCH (d:Decision) WHERE d.review_open = true RETURN {_CONTRIBUTION}", {})
+        counts = {k: int(row[0][k] or 0) if row else 0 for k in COUNTERS}
+        tx.write(
+            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
+            + "SET " + ", ".join(f"q.{k} = ${k}" for k in COUNTERS),
+            {"qid": queue_node_id(project_id), "p": project_id, **counts},
+        )
+        return counts
+
+    return store.transact(project_id, work)
 
 
 def open_count(store: Any, project_id: str) -> int | None:
     """The kept count of the review queue, or None where it is not kept."""
-    if not store.serializable_units:
-        return None
-    rows = store.read(project_id, "MATCH (q:ReviewQueue {id: $id}) RETURN q.open AS n", {"id": queue_node_id(project_id)})
-    return rows[0]["n"] if rows else 0
+    counts = kept_counts(store, project_id)
+    return None if counts is None else counts["open"]
 
 
 #: The Cypher that takes a decision out of the review queue.

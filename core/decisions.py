@@ -454,6 +454,7 @@ class DecisionTraces:
             at = c.iso(c.now())
             # what depended on the old revision should be looked at again
             queued = _review.dependants(tx, [{"id": target, "cause": f"superseded:{target}", "depth": 0}])
+            tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.active_key = null, "
                 f"d.queued = null, d.queued_at = null, d.superseded_at = $at, d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
@@ -468,7 +469,7 @@ class DecisionTraces:
             tx.write(
                 "MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)}
             )
-            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), opening=-1 if old["review_open"] else 0)
+            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
             self._write_choice(
                 tx, old["choice_key"], [*active, {"id": str(decision.id), "norm": normalized(conclusion)}], at
             )
@@ -501,6 +502,7 @@ class DecisionTraces:
             active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
             at = c.iso(c.now())
             queued = _review.dependants(tx, [{"id": target, "cause": f"rejected:{target}", "depth": 0}])
+            tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
                 "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear', d.review_reason = null, "
@@ -508,7 +510,7 @@ class DecisionTraces:
                 f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
-            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), opening=-1 if old["review_open"] else 0)
+            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
             self._write_choice(tx, old["choice_key"], active, at)
             self._activity(tx, "reject", target, old["choice_key"], reason, at)
             decision = _decision(
@@ -556,6 +558,7 @@ class DecisionTraces:
                 return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.cannot_revalidate)
             supports, links = renewed
             first = old["support_seq"] or 0
+            tally = _review.Tally(tx, self.project_id, [target])
             tx.write(
                 "MATCH (r:SupportRecord {decision_id: $id}) WHERE r.current = true SET r.current = false, "
                 "r.reviewed_by = $by, r.reviewed_at = $at, r.review_explanation = $explanation",
@@ -582,7 +585,7 @@ class DecisionTraces:
                 {"id": target, "supports": _dump_supports(supports), "n": first + len(supports), "at": at,
                  "by": self.agent_id},
             )
-            _review.count_open(tx, self.project_id, -1 if old["review_open"] else 0)
+            tally.settle(tx)
             self._activity(tx, "reaffirm", target, old["choice_key"], explanation, at)
             decision = _decision(
                 {**old, "review_state": ReviewState.clear.value, "review_reason": None,
@@ -838,7 +841,8 @@ class DecisionTraces:
                 elif row["state"] != ReviewState.needs_review.value:
                     cleared.append(row["id"])
             ids = [row["id"] for row in batch]
-            queued = _review.dependants(tx, spread)  # a read: before the writes
+            queued = _review.dependants(tx, spread)  # reads: before the writes
+            tally = _review.Tally(tx, self.project_id, [*ids, *(q["id"] for q in queued)], known=queued)
             tx.write(
                 "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.queued = null, x.queued_at = null",
                 {"ids": ids},
@@ -850,13 +854,13 @@ class DecisionTraces:
                     "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause)",
                     {"rows": flag_rows, "at": at},
                 )
-            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), opening=-len(cleared))
             if cleared:
                 tx.write(
                     "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear', "
                     f"x.review_reason = null, x.{_review.LEAVE_QUEUE.replace(', ', ', x.')}",
                     {"ids": cleared},
                 )
+            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
             return ReviewProgress(
                 moved=len(ids), flagged=sorted(r["id"] for r in flag_rows), cleared=sorted(cleared),
                 more=len(batch) == limit or bool(queued),
@@ -992,8 +996,9 @@ class DecisionTraces:
         )
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
-        """For an overview, in one pass over the review queue: the counts of
-        ``review_counts`` and the root causes of ``review_root_causes``."""
+        """For an overview: the counts of ``review_counts`` and the root
+        causes of ``review_root_causes``, the causes in one pass over the
+        review queue."""
         causes = c.clamp(causes, 50, 200, "causes")
         rows = self.store.read(
             self.project_id,
@@ -1009,18 +1014,26 @@ class DecisionTraces:
             if r["queued"]:
                 counts["queued"] += r["n"]
             by_cause[r["cause"]] = by_cause.get(r["cause"], 0) + r["n"]
-        conflicts = self.store.read(
+        ranked = sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))[:causes]
+        return {**counts, "conflicts": self._conflict_count()}, ranked
+
+    def review_counts(self) -> dict[str, int]:
+        """For an overview: decisions needing review, reading unknown, still
+        queued for review (review incomplete), and choice keys in conflict.
+        Where the store keeps the queue's counters (FalkorDB) they are read,
+        not counted."""
+        kept = _review.kept_counts(self.store, self.project_id)
+        if kept is None:
+            return self.review_summary(causes=1)[0]
+        return {"needs_review": kept["needs_review"], "unknown": kept["unknown"], "queued": kept["queued"],
+                "conflicts": self._conflict_count()}
+
+    def _conflict_count(self) -> int:
+        return self.store.read(
             self.project_id,
             f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} RETURN count(ch) AS n",
             {"p": self.project_id},
         )[0]["n"]
-        ranked = sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))[:causes]
-        return {**counts, "conflicts": conflicts}, ranked
-
-    def review_counts(self) -> dict[str, int]:
-        """For an overview: decisions needing review, reading unknown, still
-        queued for review (review incomplete), and choice keys in conflict."""
-        return self.review_summary(causes=1)[0]
 
     def review_root_causes(self, *, limit: int = 50) -> list[tuple[str, int]]:
         """What flagged the decisions in the review queue, with how many each
@@ -1216,6 +1229,7 @@ def write_new_decisions(
              "current": True, "data": support.model_dump_json()}
             for i, support in enumerate(decision.supports)
         ]
+    tally = _review.Tally(tx, project_id, [n["id"] for n in nodes], new=True)
     tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
     if docs:
         tx.write(
@@ -1235,7 +1249,7 @@ def write_new_decisions(
         )
     if records:
         tx.write("UNWIND $rows AS r CREATE (s:SupportRecord) SET s = r", {"rows": records})
-    _review.count_open(tx, project_id, sum(1 for n in nodes if n["review_open"]))
+    tally.settle(tx)
 
 
 def _decision_arg(decision_id: Any) -> str | None:

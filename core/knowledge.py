@@ -228,14 +228,14 @@ class Graph:
             if doc is not None and live:
                 citing = tx.read(
                     "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-                    "WHERE d.status = 'active' AND r.seq < $seq RETURN DISTINCT d.id AS id, d.review_open AS open",
+                    "WHERE d.status = 'active' AND r.seq < $seq "
+                    "RETURN DISTINCT d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued",
                     {"id": doc_id, "seq": seq},
                 )
             flagged = [r["id"] for r in citing]
             if flagged:  # reads first, so before this unit's writes
                 cause = f"document:{key}:{seq}"
-                _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at,
-                             opening=sum(1 for r in citing if not r["open"]))
+                _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at, known=citing)
             if doc is None:
                 tx.write(
                     "CREATE (:Document {id: $id, project_id: $p, key: $key, activation_seq: $seq, "
@@ -295,15 +295,15 @@ class Graph:
                 return DocumentWriteResult(recorded=False, error=DocumentErrorCode.document_not_found)
             citing = tx.read(
                 "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[:CITES_DOC]-(d:Decision) "
-                "WHERE d.status = 'active' RETURN DISTINCT d.id AS id, d.review_open AS open",
+                "WHERE d.status = 'active' "
+                "RETURN DISTINCT d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued",
                 {"id": doc_id},
             )
             flagged = [r["id"] for r in citing]
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
                 cause = f"document-deleted:{key}:{rows[0]['seq']}"
-                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, cause, at,
-                             opening=sum(1 for r in citing if not r["open"]))
+                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, cause, at, known=citing)
             tx.write("MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at})
             tx.write(
                 "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",

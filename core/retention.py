@@ -177,6 +177,7 @@ class HistoryRetention:
                     {"key": row["key"], "p": self.project_id, "id": tid},
                 )
             at = c.iso(c.now())
+            own = _review.Tally(tx, self.project_id, plan["own"] if include_decisions else [])
             if plan["flagged"]:
                 _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, f"deletion:{task_name}", at, spread=False)
             if include_decisions:
@@ -184,7 +185,7 @@ class HistoryRetention:
                     "MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": plan["own"]}
                 )
                 tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
-                _review.count_open(tx, self.project_id, -plan["own_open"])
+                own.settle(tx)
             else:
                 tx.write(
                     "MATCH (d:Decision {task_id: $id}) SET d.task_deleted_at = $at", {"id": tid, "at": at}

@@ -570,3 +570,56 @@ def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) 
     check()
     world.graph.delete("adr")
     check()
+
+
+def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
+    """Where the counters are kept (FalkorDB) they must equal a direct count
+    after every change to review state; elsewhere they are that count."""
+
+    def direct() -> dict[str, int]:
+        rows = world.store.read(
+            world.project_id,
+            "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p "
+            "RETURN d.review_state AS state, d.queued AS queued, count(d) AS n", {"p": world.project_id})
+        out = {"needs_review": 0, "unknown": 0, "queued": 0}
+        for r in rows:
+            out[r["state"]] = out.get(r["state"], 0) + r["n"]
+            out["queued"] += r["n"] if r["queued"] else 0
+        return out
+
+    def check(step: str) -> None:
+        kept = world.traces.review_counts()
+        assert {k: kept[k] for k in ("needs_review", "unknown", "queued")} == direct(), step
+        assert all(type(kept[k]) is int for k in kept), step  # counts, shown as such
+        assert world.traces.list_decisions_for_review().count == direct()["needs_review"] + direct()["unknown"], step
+
+    check("empty")
+    roots = [world.record("pick-db", f"k{i}", "Postgres").decision for i in range(3)]
+    event = {"kind": "event", "task_name": "pick-db", "seq": 1}
+    mids = [world.record("billing", f"m{i}", "x", supports=[dep(r), event]).decision for i, r in enumerate(roots)]
+    leaves = [world.record("billing", f"l{i}", "y", supports=[dep(m)]).decision for i, m in enumerate(mids)]
+    check("recorded")
+    world.graph.update("adr", "Preface.\n\n" + ADR)  # flags roots, queues mids
+    check("flagged")
+    world.traces.continue_decision_review()  # mids flagged, leaves queued
+    check("swept once")
+    assert world.traces.reaffirm_decision(str(roots[0].id)).recorded
+    check("reaffirmed")
+    assert world.traces.reject_decision(str(roots[1].id), reason="no").recorded
+    check("rejected")
+    assert world.traces.supersede_decision(str(mids[2].id), conclusion="z", rationale="r", explanation="e",
+                                           supports=[event]).recorded
+    check("superseded")
+    while world.traces.continue_decision_review().more:
+        pass
+    check("swept to the end")
+    redacted = world.retention.redact_event(c.event_id(c.task_id(world.project_id, "pick-db"), 1), reason="pii")
+    assert redacted.recorded
+    check("redacted")
+    world.traces.continue_decision_review()
+    check("swept after redaction")
+    assert world.retention.delete_task("billing", include_decisions=True, reason="gone").recorded
+    check("task deleted")
+    world.graph.delete("adr")
+    check("document deleted")
+    assert leaves  # (deleted with their task)
