@@ -101,7 +101,11 @@ class HistoryRetention:
         if not task:
             return {}
         steps = read("MATCH (s:Step {task_id: $id}) RETURN count(s) AS n", {"id": tid})[0]["n"]
-        own_rows = read("MATCH (d:Decision {task_id: $id}) RETURN d.id AS id, d.review_open AS open", {"id": tid})
+        own_rows = read(
+            "MATCH (d:Decision {task_id: $id}) "
+            "RETURN d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued",
+            {"id": tid},
+        )
         own = [r["id"] for r in own_rows]
         # decisions elsewhere that cite an event of the task, or (when they go
         # too) one of its decisions
@@ -118,7 +122,7 @@ class HistoryRetention:
             )
         return {
             "name": task[0]["name"], "events": task[0]["events"], "steps": steps, "own": own,
-            "own_open": sum(1 for r in own_rows if r["open"]),
+            "own_rows": own_rows,
             "flagged": sorted({r["id"] for r in citing}),
         }
 
@@ -177,7 +181,9 @@ class HistoryRetention:
                     {"key": row["key"], "p": self.project_id, "id": tid},
                 )
             at = c.iso(c.now())
-            own = _review.Tally(tx, self.project_id, plan["own"] if include_decisions else [])
+            own = _review.Tally(
+                tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"]
+            )
             if plan["flagged"]:
                 _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, f"deletion:{task_name}", at, spread=False)
             if include_decisions:
