@@ -1116,12 +1116,15 @@ class DecisionTraces:
                 {"p": self.project_id, "n": max_groups + 1, "after": after_key},
             )
         else:
+            # From the conflicted choices (few, flagged and indexed), each
+            # checked for an active decision of the task by its unique
+            # active key: no scan of the task's decisions, however many.
             keys = self.store.read(
                 self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-                "MATCH (ch:Choice {id: d.choice_id}) WHERE ch.conflict = true "
-                "WITH DISTINCT ch.key AS key ORDER BY key LIMIT $n RETURN key",
-                {"tid": c.task_id(self.project_id, task_name), "p": self.project_id, "n": max_groups + 1},
+                f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} WITH ch ORDER BY ch.key "
+                "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
+                {"tid": c.task_id(self.project_id, task_name), "sep": "\x1f", "p": self.project_id,
+                 "n": max_groups + 1},
             )
         shown = [k["key"] for k in keys[:max_groups]]
         if not shown:

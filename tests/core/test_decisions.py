@@ -307,6 +307,10 @@ def test_conflicts_across_tasks(world: World) -> None:
     assert [g.choice_key for g in view.conflicts] == ["db"]
     world.record("pick-db", "cache", "Redis", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
     world.record("third", "cache", "Memcached", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    # each task's view lists the conflicts it takes part in, and only those
+    assert [g.choice_key for g in world.history.get_task("pick-db").view.conflicts] == ["cache", "db"]
+    assert [g.choice_key for g in world.history.get_task("billing").view.conflicts] == ["db"]
+    assert [g.choice_key for g in world.traces.list_conflicts(task_name="billing", max_groups=1).groups] == ["db"]
     first = world.traces.list_conflicts(max_groups=1)
     assert [g.choice_key for g in first.groups] == ["cache"] and first.truncated
     rest = world.traces.list_conflicts(max_groups=1, after_key="cache")
