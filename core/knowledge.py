@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from . import _common as c
@@ -196,16 +197,6 @@ class Graph:
         starts = chunk_offsets(text)
         replay = c.Replay(self.project_id, request_id, f"{mode}_document", {"key": key, "hash": digest})
 
-        def work(tx: Tx) -> DocumentWriteResult:
-            tx.lock("Document", doc_id)
-            earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
-            if earlier is not None:
-                return earlier
-            result = write(tx)
-            if result.recorded:
-                replay.remember(tx, result)
-            return result
-
         def write(tx: Tx) -> DocumentWriteResult:
             rows = tx.read(
                 "MATCH (d:Document {id: $id}) RETURN d.activation_seq AS seq, d.content_hash AS hash, "
@@ -266,7 +257,7 @@ class Graph:
             )
             return DocumentWriteResult(recorded=True, version=version, flagged_decision_ids=sorted(flagged))
 
-        return self.store.transact(self.project_id, work)
+        return self._unit(doc_id, replay, write)
 
     def delete(self, key: str, *, request_id: str | None = None) -> DocumentWriteResult:
         """The document is gone from the graph's current state (its versions
@@ -276,16 +267,6 @@ class Graph:
             return DocumentWriteResult(recorded=False, error=DocumentErrorCode.invalid_request_id)
         doc_id = document_node_id(self.project_id, key)
         replay = c.Replay(self.project_id, request_id, "delete_document", {"key": key})
-
-        def work(tx: Tx) -> DocumentWriteResult:
-            tx.lock("Document", doc_id)
-            earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
-            if earlier is not None:
-                return earlier
-            result = write(tx)
-            if result.recorded:
-                replay.remember(tx, result)
-            return result
 
         def write(tx: Tx) -> DocumentWriteResult:
             rows = tx.read(
@@ -310,6 +291,22 @@ class Graph:
                 {"id": doc_id, "at": at},
             )
             return DocumentWriteResult(recorded=True, flagged_decision_ids=sorted(flagged))
+
+        return self._unit(doc_id, replay, write)
+
+    def _unit(self, doc_id: str, replay: c.Replay, write: Callable[[Tx], DocumentWriteResult]) -> DocumentWriteResult:
+        """A document write as one unit: lock the document, answer a repeated
+        request, else write and remember the result with the write."""
+
+        def work(tx: Tx) -> DocumentWriteResult:
+            tx.lock("Document", doc_id)
+            earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
+            if earlier is not None:
+                return earlier
+            result = write(tx)
+            if result.recorded:
+                replay.remember(tx, result)
+            return result
 
         return self.store.transact(self.project_id, work)
 
