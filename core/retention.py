@@ -9,6 +9,7 @@ erase it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from . import _common as c
@@ -244,6 +245,16 @@ class ActivityLog:
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
         return [ActivityEntry.model_validate(r) for r in rows]
+
+    def every(self, *, action: str | None = None) -> Iterator[ActivityEntry]:
+        """Every entry (of ``action``), newest first, read a page at a time."""
+        before = None
+        while True:
+            page = self.list(before=before, limit=200, action=action)
+            yield from page
+            if len(page) < 200:
+                return
+            before = self.cursor(page[-1])
 
     @staticmethod
     def cursor(entry: ActivityEntry) -> str:

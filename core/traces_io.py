@@ -48,7 +48,7 @@ from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import Graph, decode_evidence_id, document_node_id, encode_chunk, encode_span
 from .models import DecisionSupport, DocumentSupport, EventSupport
-from .retention import HistoryRetention
+from .retention import ActivityLog, HistoryRetention
 from .stores import GraphStore
 
 FORMAT_VERSION = 1
@@ -351,28 +351,21 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
             previous = {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision - 1}
             at(d.created_at, 4, {"op": "supersede_decision", "decision": previous,
                                  "explanation": explanation or "superseded", **line})
-    for row in store.read(
-        project,
-        "MATCH (a:Activity) WHERE a.project_id = $p AND a.action IN ['reject', 'reaffirm', 'redact'] "
-        "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_id AS target, "
-        "a.reason AS reason ORDER BY a.at, a.id",
-        {"p": project},
-    ):
-        when = datetime.fromisoformat(row["at"])
-        rid = f"export:activity:{row['id']}"[:64]
-        if row["action"] == "redact" and row["target"] in event_of:
-            task_name, seq = event_of[row["target"]]
-            at(when, 5, {"op": "redact_event", "agent": row["actor"], "task": task_name, "seq": seq,
-                         "reason": row["reason"], "request_id": rid})
-        elif row["action"] == "reject" and row["target"] in ref:
-            at(when, 5, {"op": "reject_decision", "agent": row["actor"], "decision": ref[row["target"]],
-                         "reason": row["reason"] or "rejected", "request_id": rid})
-        elif row["action"] == "reaffirm" and row["target"] in ref:
-            line = {"op": "reaffirm_decision", "agent": row["actor"], "decision": ref[row["target"]],
+    for entry in ActivityLog(store, project_id=project).every():
+        rid = f"export:activity:{entry.id}"[:64]
+        if entry.action == "redact" and entry.target_id in event_of:
+            task_name, seq = event_of[entry.target_id]
+            at(entry.at, 5, {"op": "redact_event", "agent": entry.actor, "task": task_name, "seq": seq,
+                             "reason": entry.reason, "request_id": rid})
+        elif entry.action == "reject" and entry.target_id in ref:
+            at(entry.at, 5, {"op": "reject_decision", "agent": entry.actor, "decision": ref[entry.target_id],
+                             "reason": entry.reason or "rejected", "request_id": rid})
+        elif entry.action == "reaffirm" and entry.target_id in ref:
+            line = {"op": "reaffirm_decision", "agent": entry.actor, "decision": ref[entry.target_id],
                     "request_id": rid}
-            if row["reason"]:
-                line["explanation"] = row["reason"]
-            at(when, 5, line)
+            if entry.reason:
+                line["explanation"] = entry.reason
+            at(entry.at, 5, line)
     timed.sort(key=lambda t: (t[0], t[1], t[2]))
     yield from (line for _when, _rank, _n, line in timed)
     # The source's review spread to the end: so does the import's. (Review

@@ -26,6 +26,7 @@ from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
 from core.stores import GraphStore
+from reviewer.demo import Counts
 
 PROJECT = "acme-scale"
 SERVICES = ("orders", "payments", "ledger", "search", "checkout", "catalog", "identity", "notifications",
@@ -60,14 +61,9 @@ STATES = ("completed", "in_progress", "not_started", "failed", "unknown")
 
 
 @dataclass
-class LargeCounts:
-    tasks: int = 0
-    events: int = 0
-    steps: int = 0
-    documents: int = 0
-    decisions: int = 0
-    flagged: int = 0
-    queued: int = 0
+class LargeCounts(Counts):
+    flagged: int = 0  # by the document changes
+    queued: int = 0  # left for the review sweep
 
 
 def seed_large(
@@ -97,10 +93,9 @@ def seed_large(
         policy_cite[concern] = {"kind": "document",
                                 "evidence_id": graph.span_evidence_id(f"policy/{concern}", start, start + len(text))}
 
-    runbook_cite = {}
-    for service in SERVICES:
-        runbook_cite[service] = {"kind": "document",
-                                 "evidence_id": graph.span_evidence_id(f"runbook/{service}", 0, len(service) + 8)}
+    runbook_cite = {service: {"kind": "document",
+                              "evidence_id": graph.span_evidence_id(f"runbook/{service}", 0, len(service) + 8)}
+                    for service in SERVICES}
 
     tasks = max(1, decisions // DECISIONS_PER_TASK)
     per_task_events = max(4, events // tasks)

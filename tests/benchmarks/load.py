@@ -275,13 +275,12 @@ def serve(store_url: str, data_dir: str, project: str, reviewers: list[str]) -> 
 
 def check_store(store, project: str, report: Report, contested: set[str]) -> list[str]:  # type: ignore[no-untyped-def]
     """Exactly one reject recorded per contested decision, in the store."""
-    from core.models import DecisionStatus
     from core.decisions import DecisionTraces
+    from core.models import DecisionStatus
+    from core.retention import ActivityLog
 
     traces = DecisionTraces(store, project_id=project, agent_id="audit")
-    rows = store.read(project, "MATCH (a:Activity) WHERE a.project_id = $p AND a.action = 'reject' "
-                               "RETURN a.target_id AS target, count(*) AS n", {"p": project})
-    rejects = {r["target"]: r["n"] for r in rows}
+    rejects = Counter(e.target_id for e in ActivityLog(store, project_id=project).every(action="reject"))
     problems = []
     acted = {a.decision for a in report.acts if a.status == 302}
     for d in contested & acted:

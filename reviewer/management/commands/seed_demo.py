@@ -9,6 +9,7 @@ progress bar, for benchmarks and for seeing the dashboard at scale.
 
 from __future__ import annotations
 
+import argparse
 import resource
 import time
 from typing import Any
@@ -54,8 +55,8 @@ class Command(BaseCommand):
         parser.add_argument("--size", choices=("small", "large"), default="small")
         parser.add_argument("--seed", type=int, default=7, help="the large set's random seed (same seed, same data)")
         parser.add_argument("--reset", action="store_true", help="drop the demo projects first")
-        parser.add_argument("--decisions", type=int, default=100_000, help=argparse_hidden())
-        parser.add_argument("--events", type=int, default=1_000_000, help=argparse_hidden())
+        parser.add_argument("--decisions", type=int, default=100_000, help=argparse.SUPPRESS)
+        parser.add_argument("--events", type=int, default=1_000_000, help=argparse.SUPPRESS)
 
     def handle(self, *args: Any, size: str, seed: int, reset: bool, decisions: int, events: int,
                **options: Any) -> None:
@@ -90,8 +91,3 @@ class Command(BaseCommand):
             f"{time.monotonic() - started:,.0f} s; this process peaked at {peak:,.0f} MB."
         )
 
-
-def argparse_hidden() -> str:
-    import argparse
-
-    return argparse.SUPPRESS
