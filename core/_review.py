@@ -42,7 +42,10 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
+        NodeIndex("Decision", ("task_id", "active_seq")),
+        NodeIndex("Decision", ("task_id", "queue_pos")),
         NodeIndex("ReviewQueue", ("id",), unique=True),
+        NodeIndex("TaskDecisions", ("id",), unique=True),
         NodeIndex("Activity", ("id",), unique=True),
         NodeIndex("Activity", ("project_id",)),
     ),
@@ -84,7 +87,7 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = tx.read(
         "UNWIND $ids AS id MATCH (y:Decision {id: id}) WITH y MATCH (y)<-[:DEPENDS_ON]-(x:Decision) "
         "WHERE x.status = 'active' RETURN x.id AS id, y.id AS source, x.review_open AS open, "
-        "x.review_state AS state, x.queued AS queued ORDER BY x.id, y.id",
+        "x.review_state AS state, x.queued AS queued, x.task_id AS task_id ORDER BY x.id, y.id",
         {"ids": sorted(by_id)},
     )
     found: dict[str, dict[str, Any]] = {}
@@ -92,7 +95,8 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if row["id"] not in found:
             src = by_id[row["source"]]
             found[row["id"]] = {"id": row["id"], "cause": src.get("cause"), "depth": (src.get("depth") or 0) + 1,
-                                "open": bool(row["open"]), "state": row["state"], "queued": row["queued"]}
+                                "open": bool(row["open"]), "state": row["state"], "queued": row["queued"],
+                                "task_id": row["task_id"], "status": "active"}
     return list(found.values())
 
 
@@ -109,8 +113,8 @@ def flag(
 ) -> None:
     """Flag active decisions ``needs_review`` for ``reason``; with ``spread``,
     queue the active decisions that depend on them. ``known``: rows the
-    caller read of ``ids`` (``id``, ``open``, ``state``, ``queued``), which
-    saves reading them again. It reads first, so call it before the unit's
+    caller read of ``ids`` (``id``, ``task_id``, ``status``, ``open``,
+    ``state``, ``queued``), which saves reading them again. It reads first, so call it before the unit's
     first write."""
     queued = dependants(tx, [{"id": i, "cause": cause, "depth": 0} for i in ids]) if spread else []
     flagged = set(ids)
@@ -155,6 +159,15 @@ def queue_node_id(project_id: str) -> str:
 
 #: What one decision adds to each kept counter of the review queue.
 COUNTERS = ("open", "needs_review", "unknown", "queued")
+#: ... and to each kept counter of its task (``TaskDecisions``).
+TASK_COUNTERS = ("active", "open")
+_ROW_CONTRIBUTION = (
+    "CASE WHEN d.status = 'active' THEN 1 ELSE 0 END AS active, "
+    "CASE WHEN d.review_open = true THEN 1 ELSE 0 END AS open, "
+    "CASE WHEN d.review_open = true AND d.review_state = 'needs_review' THEN 1 ELSE 0 END AS needs_review, "
+    "CASE WHEN d.review_open = true AND d.review_state = 'unknown' THEN 1 ELSE 0 END AS unknown, "
+    "CASE WHEN d.review_open = true AND d.queued = true THEN 1 ELSE 0 END AS queued"
+)
 _CONTRIBUTION = (
     "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open, "
     "sum(CASE WHEN d.review_open = true AND d.review_state = 'needs_review' THEN 1 ELSE 0 END) AS needs_review, "
@@ -163,59 +176,89 @@ _CONTRIBUTION = (
 )
 
 
+def _counts_of(row: dict[str, Any]) -> dict[str, int]:
+    """What one decision row (``status``, ``open``, ``state``, ``queued``)
+    counts for."""
+    is_open = bool(row.get("open"))
+    return {
+        "active": int(row.get("status") == "active"),
+        "open": int(is_open),
+        "needs_review": int(is_open and row.get("state") == "needs_review"),
+        "unknown": int(is_open and row.get("state") == "unknown"),
+        "queued": int(is_open and bool(row.get("queued"))),
+    }
+
+
 class Tally:
-    """The review queue's kept counters (in the queue, needing review,
-    reading unknown, queued), for a store whose units run one at a time
-    (``GraphStore.serializable_units``): the overview and the queue then
-    need not aggregate ten thousand flagged decisions.
+    """Kept counters, for a store whose units run one at a time
+    (``GraphStore.serializable_units``), so that no page aggregates ten
+    thousand decisions: the review queue's (in the queue, needing review,
+    reading unknown, queued) on the project's ``ReviewQueue`` node, and each
+    task's (active decisions, decisions in the queue) on its
+    ``TaskDecisions`` node.
 
-    A unit that changes the review state of some decisions makes a tally of
-    their ids before its first write (it reads what they count for now;
-    ``new=True`` for decisions the unit creates), and settles it after its
-    last change to them: one statement that counts them again, seeing the
-    unit's writes, and moves the counters by the difference. Deleted
-    decisions count for nothing afterwards."""
+    A unit that changes the status or review state of some decisions makes a
+    tally of their ids before its first write (it reads what they count for
+    now and their tasks; ``new=True`` for decisions the unit creates, given
+    with their task ids), and settles it after its last change to them: one
+    statement that counts them again, seeing the unit's writes, and moves
+    the counters by the difference. Deleted decisions count for nothing
+    afterwards. A counter that was never counted stays so: the first read
+    counts it (:func:`recount`, :func:`task_state`), and from then on every
+    unit keeps it."""
 
-    def __init__(self, tx: Tx, project_id: str, ids: list[str], *, new: bool = False,
+    def __init__(self, tx: Tx, project_id: str, ids: list[str], *, new: dict[str, str] | None = None,
                  known: list[dict[str, Any]] | None = None) -> None:
         self.project_id = project_id
-        self.ids = sorted(set(ids))
-        self.before: dict[str, int] | None = None
-        if not tx.serializable or not self.ids:
+        self.rows: dict[str, dict[str, Any]] = {}  # id -> task id and what it counts for now
+        if not tx.serializable:
             return
-        self.before = dict.fromkeys(COUNTERS, 0)
-        if new:
+        if new is not None:
+            self.rows = {i: {"tid": tid, **dict.fromkeys(COUNTERS + TASK_COUNTERS, 0)} for i, tid in new.items()}
             return
-        wanted = set(self.ids)
-        rows = {r["id"]: r for r in known or [] if r["id"] in wanted}
-        for r in rows.values():  # what the caller read already
-            if r.get("open"):
-                self.before["open"] += 1
-                self.before["needs_review"] += r.get("state") == "needs_review"
-                self.before["unknown"] += r.get("state") == "unknown"
-                self.before["queued"] += bool(r.get("queued"))
-        rest = [i for i in self.ids if i not in rows]
+        wanted = set(ids)
+        for r in known or []:  # what the caller read already
+            if r["id"] in wanted and r.get("task_id") and r.get("status"):
+                self.rows[r["id"]] = {"tid": r["task_id"], **_counts_of(r)}
+        rest = sorted(wanted - set(self.rows))
         if rest:
-            row = tx.read(f"UNWIND $ids AS id MATCH (d:Decision {{id: id}}) RETURN {_CONTRIBUTION}", {"ids": rest})
-            for k in COUNTERS:
-                self.before[k] += int(row[0][k] or 0) if row else 0
+            for r in tx.read(
+                f"UNWIND $ids AS id MATCH (d:Decision {{id: id}}) RETURN d.id AS id, d.task_id AS tid, {_ROW_CONTRIBUTION}",
+                {"ids": rest},
+            ):
+                self.rows[r["id"]] = {"tid": r["tid"], **{k: int(r[k]) for k in COUNTERS + TASK_COUNTERS}}
 
     def settle(self, tx: Tx) -> None:
-        if self.before is None:
+        if not self.rows:
             return
+        before_task: dict[str, dict[str, int]] = {}
+        before = dict.fromkeys(COUNTERS, 0)
+        for row in self.rows.values():
+            task = before_task.setdefault(row["tid"], dict.fromkeys(TASK_COUNTERS, 0))
+            for k in TASK_COUNTERS:
+                task[k] += row[k]
+            for k in COUNTERS:
+                before[k] += row[k]
+        rows = [{"id": i, "tid": r["tid"], **{f"b_{k}": before_task[r["tid"]][k] for k in TASK_COUNTERS}}
+                for i, r in sorted(self.rows.items())]
+        sums = ", ".join(f"sum({k}) AS {k}" for k in dict.fromkeys(COUNTERS + TASK_COUNTERS))
         tx.write(
-            f"UNWIND $ids AS id OPTIONAL MATCH (d:Decision {{id: id}}) WITH {_CONTRIBUTION} "
-            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
-            + "SET " + ", ".join(f"q.{k} = toInteger(coalesce(q.{k}, 0) + {k} - $b_{k})" for k in COUNTERS),
-            {"ids": self.ids, "qid": queue_node_id(self.project_id), "p": self.project_id,
-             **{f"b_{k}": v for k, v in self.before.items()}},
+            f"UNWIND $rows AS r OPTIONAL MATCH (d:Decision {{id: r.id}}) "
+            f"WITH r.tid AS tid, r.b_active AS b_active, r.b_open AS b_open, {_ROW_CONTRIBUTION} "
+            f"WITH tid, b_active, b_open, {sums} "
+            "OPTIONAL MATCH (k:TaskDecisions {id: tid}) "
+            "SET k.active = toInteger(k.active + active - b_active), k.open = toInteger(k.open + open - b_open) "
+            f"WITH {', '.join(f'sum({k}) AS {k}' for k in COUNTERS)} "
+            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            + "SET " + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS),
+            {"rows": rows, "qid": queue_node_id(self.project_id), **{f"b_{k}": v for k, v in before.items()}},
         )
-        self.before = None
+        self.rows = {}
 
 
 def kept_counts(store: Any, project_id: str) -> dict[str, int] | None:
     """The kept counters, or None where they are not kept (or not yet: a
-    queue from before they were kept is counted once, in a unit, first)."""
+    queue whose counters were never counted is counted once, in a unit, first)."""
     if not store.serializable_units:
         return None
     fields = ", ".join(f"q.{k} AS {k}" for k in COUNTERS)
@@ -230,7 +273,7 @@ def kept_counts(store: Any, project_id: str) -> dict[str, int] | None:
 
 def recount(store: Any, project_id: str) -> dict[str, int]:
     """Count the queue from its decisions and keep the counts (a repair, and
-    the first count of a queue from before they were kept)."""
+    the first count of a queue)."""
 
     def work(tx: Tx) -> dict[str, int]:
         row = tx.read(f"MATCH (d:Decision) WHERE d.review_open = true RETURN {_CONTRIBUTION}", {})
@@ -249,6 +292,86 @@ def open_count(store: Any, project_id: str) -> int | None:
     """The kept count of the review queue, or None where it is not kept."""
     counts = kept_counts(store, project_id)
     return None if counts is None else counts["open"]
+
+
+# -- a task's decisions ------------------------------------------------------
+#
+# On a store with serializable units, each task's ``TaskDecisions`` node
+# (keyed by the task id, so it outlives a deleted task whose decisions were
+# kept) holds the kept counters above and ``seq``, the last of the task's
+# creation numbers: an active decision carries its number as ``active_seq``
+# (cleared when it is superseded or rejected), so the newest active
+# decisions of a task are read from a narrow range of an index instead of
+# sorting all of them.
+
+
+def number_new(tx: Tx, project_id: str, rows: list[dict[str, Any]]) -> None:
+    """Number new decisions (node rows with ``id`` and ``task_id``, written
+    already) in order per task, from the task's kept ``seq``. A task whose
+    decisions were never counted has no ``TaskDecisions`` node, and its
+    first read counts and numbers them (:func:`task_state`)."""
+    if not tx.serializable or not rows:
+        return
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        groups.setdefault(r["task_id"], []).append(r["id"])
+    tx.write(
+        "UNWIND $groups AS g MATCH (k:TaskDecisions {id: g.tid}) WITH k, g, k.seq AS base "
+        "SET k.seq = base + size(g.ids) WITH g, base UNWIND range(0, size(g.ids) - 1) AS i "
+        "MATCH (d:Decision {id: g.ids[i]}) SET d.active_seq = base + i + 1",
+        {"groups": [{"tid": tid, "ids": ids} for tid, ids in sorted(groups.items())]},
+    )
+
+
+def start_task(tx: Tx, project_id: str, tid: str) -> None:
+    """Keep a new task's decision counters from its start (where kept): a
+    read then a write, so call it after the unit's other reads. A task id
+    that already has decisions (kept when their task was deleted) is left
+    to be counted on its first read."""
+    if not tx.serializable:
+        return
+    if tx.read("MATCH (k:TaskDecisions {id: $id}) RETURN 1 AS x", {"id": tid}) or tx.read(
+        "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}
+    ):
+        return
+    tx.write("CREATE (:TaskDecisions {id: $id, project_id: $p, seq: 0, active: 0, open: 0})",
+             {"id": tid, "p": project_id})
+
+
+def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
+    """A task's kept ``active`` and ``open`` counts and last ``seq``, or None
+    where they are not kept. A task never counted is counted once, in a
+    unit, first, and its active decisions numbered in creation order."""
+    if not store.serializable_units:
+        return None
+    rows = store.read(project_id, "MATCH (k:TaskDecisions {id: $id}) RETURN k.seq AS seq, k.active AS active, "
+                      "k.open AS open", {"id": tid})
+    if rows and all(rows[0][k] is not None for k in ("seq", *TASK_COUNTERS)):
+        return {k: int(rows[0][k]) for k in ("seq", *TASK_COUNTERS)}
+    if not store.read(project_id, "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}):
+        return {"seq": 0, "active": 0, "open": 0}  # nothing to count (and reading writes nothing)
+
+    def work(tx: Tx) -> dict[str, int]:
+        decisions = tx.read(
+            "MATCH (d:Decision {task_id: $tid}) RETURN d.id AS id, d.status AS status, d.created_at AS at, "
+            "d.active_seq AS seq, d.review_open AS open",
+            {"tid": tid},
+        )
+        active = [d for d in decisions if d["status"] == "active"]
+        top = max((d["seq"] for d in active if d["seq"] is not None), default=0)
+        missing = sorted((d for d in active if d["seq"] is None), key=lambda d: (d["at"] or "", d["id"]))
+        numbered = [{"id": d["id"], "seq": top + i} for i, d in enumerate(missing, 1)]
+        state = {"seq": top + len(numbered), "active": len(active), "open": sum(1 for d in decisions if d["open"])}
+        if numbered:
+            tx.write("UNWIND $rows AS r MATCH (d:Decision {id: r.id}) SET d.active_seq = r.seq", {"rows": numbered})
+        tx.write(
+            "MERGE (k:TaskDecisions {id: $id}) ON CREATE SET k.project_id = $p "
+            "SET k.seq = $seq, k.active = $active, k.open = $open",
+            {"id": tid, "p": project_id, **state},
+        )
+        return state
+
+    return store.transact(project_id, work)
 
 
 #: The Cypher that takes a decision out of the review queue.

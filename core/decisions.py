@@ -76,8 +76,10 @@ CONFLICT_DECISIONS_MAX = 50
 #: Up to this many matching decisions, a queue page sorts them all; beyond,
 #: it reads widening ranges of the queue position index.
 QUEUE_SORT_LIMIT = 2000
-#: The remembered head of each project's review queue (see ``_queue_page``).
-_QUEUE_HEADS: dict[tuple[int, str], int] = {}
+#: The remembered head of each project's review queue, and of each task's
+#: part of it (see ``_queue_page``).
+_QUEUE_HEADS: dict[tuple[int, str, str | None], int] = {}
+QUEUE_HEADS_KEPT = 10_000
 
 _SUPPORTS: TypeAdapter[list[Support]] = TypeAdapter(list[Support])
 _SUPPORT: TypeAdapter[Support] = TypeAdapter(Support)
@@ -456,7 +458,7 @@ class DecisionTraces:
             queued = _review.dependants(tx, [{"id": target, "cause": f"superseded:{target}", "depth": 0}])
             tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
             tx.write(
-                "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.active_key = null, "
+                "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.active_key = null, d.active_seq = null, "
                 f"d.queued = null, d.queued_at = null, d.superseded_at = $at, d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "at": at},
             )
@@ -506,7 +508,7 @@ class DecisionTraces:
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
                 "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear', d.review_reason = null, "
-                "d.active_key = null, d.queued = null, d.queued_at = null, "
+                "d.active_key = null, d.active_seq = null, d.queued = null, d.queued_at = null, "
                 f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
@@ -941,18 +943,26 @@ class DecisionTraces:
             where.append("d.root_cause = $cause")
             params["cause"] = root_cause
         match = f"MATCH (d:Decision) WHERE {' AND '.join(where)}"
-        whole_queue = len(where) == (1 if self.store.graph_per_project else 2)
-        kept = _review.open_count(self.store, self.project_id) if whole_queue else None
+        base = 1 if self.store.graph_per_project else 2
+        whole_queue = len(where) == base
+        task_only = task_name is not None and len(where) == base + 1
+        kept: int | None = None
+        if whole_queue:
+            kept = _review.open_count(self.store, self.project_id)
+        elif task_only:
+            state = _review.task_state(self.store, self.project_id, params["tid"])
+            kept = None if state is None else state["open"]
         count = kept if kept is not None else self.store.read(
             self.project_id, f"{match} RETURN count(d) AS n", params
         )[0]["n"]
         if not count or offset >= count:
             return DecisionReviewList(count=count)
-        decisions = self._queue_page(where[1:], params, count, whole_queue=whole_queue)
+        scope = "" if whole_queue else params["tid"] if task_only else None
+        decisions = self._queue_page(where[1:], params, count, scope=scope)
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
 
     def _queue_page(
-        self, where: list[str], params: dict[str, Any], count: int, *, whole_queue: bool
+        self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None
     ) -> list[Decision]:
         """One page of the queue in ``queue_pos`` order.
 
@@ -960,16 +970,22 @@ class DecisionTraces:
         so a long queue is read through widening ranges of the position index
         from its head; a range that yields a full page holds every decision
         before the page's end, so the page is exact. The head (the lowest
-        position still queued) is remembered per project and checked with a
-        count of the empty range below it: positions only grow, and a
-        decision leaving the queue only moves the head up."""
+        position still queued) is remembered per project, and per task for
+        a queue of one task (``scope``: "" for the whole queue, a task id, or
+        None for other filters, which start from the whole queue's head), and
+        checked with a count of the empty range below it: positions only
+        grow, and a decision leaving the queue only moves the head up."""
         order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}"
         filters = "".join(f" AND {w}" for w in where)
         if count > QUEUE_SORT_LIMIT:
-            key = (id(self.store), self.project_id)
+            key = (id(self.store), self.project_id, scope)
             head = _QUEUE_HEADS.get(key)
+            below = filters if scope else ""
+            if head is None and scope is None:
+                head, below = _QUEUE_HEADS.get((id(self.store), self.project_id, "")), ""
             if head is not None and self.store.read(
-                self.project_id, "MATCH (d:Decision) WHERE d.queue_pos < $head RETURN count(d) AS n", {"head": head}
+                self.project_id, f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                {**params, "head": head},
             )[0]["n"]:
                 head = None  # something entered below it (a clock set back): find it again
             if head is None:
@@ -986,8 +1002,10 @@ class DecisionTraces:
                     f"{order}, d.queue_pos AS pos",
                     {**params, "lo": head, "top": head + width},
                 )
-                if rows and whole_queue and params["skip"] == 0:
-                    _QUEUE_HEADS[key] = rows[0]["pos"]  # the head of the whole queue
+                if rows and scope is not None and params["skip"] == 0:
+                    if len(_QUEUE_HEADS) >= QUEUE_HEADS_KEPT:
+                        _QUEUE_HEADS.clear()  # a hint: forgetting costs one scan each
+                    _QUEUE_HEADS[key] = rows[0]["pos"]  # the head of this queue
                 if len(rows) == params["n"] or head + width >= end:
                     return [_decision(r) for r in rows]
                 width *= 64
@@ -1232,8 +1250,9 @@ def write_new_decisions(
              "current": True, "data": support.model_dump_json()}
             for i, support in enumerate(decision.supports)
         ]
-    tally = _review.Tally(tx, project_id, [n["id"] for n in nodes], new=True)
+    tally = _review.Tally(tx, project_id, [], new={n["id"]: n["task_id"] for n in nodes})
     tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
+    _review.number_new(tx, project_id, nodes)
     if docs:
         tx.write(
             "UNWIND $rows AS r MATCH (d:Decision {id: r.d}) MATCH (doc:Document {id: r.doc}) "

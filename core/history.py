@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from . import _common as c
+from . import _review
 from .models.decision import (
     MAX_SUPPORTS,
     DecisionStatus,
@@ -194,6 +195,7 @@ class ConversationHistory:
                 id=tid, project_id=self.project_id, name=name, goal=goal, status=TaskStatus.open,
                 event_seq=0, author=self.agent_id, created_at=c.now(),
             )
+            _review.start_task(tx, self.project_id, tid)
             tx.write(
                 "CREATE (:Task {id: $id, project_id: $p, name: $name, goal: $goal, status: $status, "
                 "event_seq: 0, author: $author, created_at: $at})",
@@ -262,39 +264,58 @@ class ConversationHistory:
         return TaskLookup(found=True, view=view)
 
     def _decision_view(self, task_name: str) -> dict[str, Any]:
-        """Active decisions (newest first), those needing review, and the
-        conflicts that involve the task, each bounded as the seed says."""
-        from .decisions import decision_fields, read_decisions  # the decision layer builds on this one
-        from .decisions import DecisionTraces
+        """Active decisions (newest first), those needing review (the head of
+        the task's review queue) and the conflicts that involve the task,
+        each bounded as the seed says."""
+        from .decisions import DecisionTraces, decision_fields, read_decisions
 
         tid = c.task_id(self.project_id, task_name)
-        counts = self.store.read(
-            self.project_id,
-            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-            "RETURN count(d) AS n, sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open",
-            {"tid": tid, "p": self.project_id},
-        )[0]
-        if not counts["n"]:
+        traces = DecisionTraces(self.store, project_id=self.project_id, agent_id=self.agent_id)
+        state = _review.task_state(self.store, self.project_id, tid)
+        if state is not None:
+            count = state["active"]
+            active = self._newest_active(tid, state["seq"]) if count else []
+        else:
+            count = self.store.read(
+                self.project_id,
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' RETURN count(d) AS n",
+                {"tid": tid, "p": self.project_id},
+            )[0]["n"]
+            active = read_decisions(
+                self.store, self.project_id,
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+                f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {decision_fields()}",
+                {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
+            ) if count else []
+        if not count:
             return {}
-        active = read_decisions(
-            self.store, self.project_id,
-            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-            f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {decision_fields()}",
-            {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
-        )
-        review = read_decisions(
-            self.store, self.project_id,
-            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.review_open = true "
-            f"WITH d ORDER BY d.flagged_at, d.id LIMIT $n RETURN {decision_fields()}",
-            {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
-        ) if counts["open"] else []
-        conflicts = DecisionTraces(self.store, project_id=self.project_id, agent_id=self.agent_id).list_conflicts(
-            task_name=task_name, max_groups=VIEW_CONFLICTS
-        )
+        review = traces.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
+        conflicts = traces.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
         return {
-            "decisions": active, "decision_count": counts["n"], "decisions_truncated": counts["n"] > len(active),
+            "decisions": active, "decision_count": count, "decisions_truncated": count > len(active),
             "review_decisions": review, "conflicts": conflicts.groups, "conflicts_truncated": conflicts.truncated,
         }
+
+    def _newest_active(self, tid: str, top: int) -> list[Any]:
+        """The newest active decisions of a task whose active decisions carry
+        their creation numbers (``active_seq``, at most ``top``): read from
+        widening ranges below ``top``, so not every one is sorted. A range
+        that fills the page holds every decision newer than the page's last,
+        so the page is exact."""
+        from .decisions import decision_fields, read_decisions
+
+        width = 4 * VIEW_DECISIONS
+        while True:
+            low = max(0, top - width + 1)
+            found = read_decisions(
+                self.store, self.project_id,
+                "MATCH (d:Decision) WHERE d.task_id = $tid AND d.active_seq >= $low "
+                f"WITH d ORDER BY d.active_seq DESC LIMIT $n RETURN {decision_fields()}",
+                {"tid": tid, "low": low, "n": VIEW_DECISIONS},
+            )
+            if len(found) == VIEW_DECISIONS or low == 0:
+                return found
+            width *= 8
 
     # -- events -----------------------------------------------------------
 

@@ -104,7 +104,8 @@ class HistoryRetention:
         steps = read("MATCH (s:Step {task_id: $id}) RETURN count(s) AS n", {"id": tid})[0]["n"]
         own_rows = read(
             "MATCH (d:Decision {task_id: $id}) "
-            "RETURN d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued",
+            "RETURN d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, "
+            "d.task_id AS task_id, d.status AS status",
             {"id": tid},
         )
         own = [r["id"] for r in own_rows]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from core import _common as c
+from core import _review
 from core.decisions import DEFAULT_REAFFIRM_EXPLANATION, DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph, encode_span
@@ -329,6 +330,56 @@ def test_task_view_carries_decisions_and_review(world: World) -> None:
     assert [d.id for d in view.review_decisions] == [a.id]
 
 
+def test_task_view_shows_the_newest_active_decisions_however_many_left(world: World) -> None:
+    """The newest active decisions are read from ranges below the task's
+    last creation number (where kept); when most of the newest were
+    superseded or rejected the ranges widen, and the page stays exact."""
+    event = {"kind": "event", "task_name": "pick-db", "seq": 1}
+    first = world.traces.load_decisions([
+        {"task_name": "pick-db", "choice_key": f"k{i:03d}", "conclusion": "c", "rationale": "r", "supports": [event]}
+        for i in range(20)
+    ])
+    world.record("billing", "other", "elsewhere", supports=[event])  # another task's numbers do not mix in
+    later = [world.record("pick-db", f"n{i:03d}", "c", supports=[event]).decision for i in range(130)]
+
+    def shown() -> tuple[list[str], int]:
+        view = world.history.get_task("pick-db").view
+        return [str(d.id) for d in view.decisions], view.decision_count
+
+    assert shown() == ([str(d.id) for d in reversed(later[-20:])], 150)
+    for d in reversed(later):  # all but the 20 oldest retired, newest first
+        assert world.traces.reject_decision(str(d.id), reason="retired").recorded
+    ids, count = shown()
+    assert count == 20 and sorted(ids) == sorted(str(d.id) for d in first)
+    if _review.task_state(world.store, world.project_id, c.task_id(world.project_id, "pick-db")) is not None:
+        assert ids == [str(d.id) for d in reversed(first)]  # numbered in the order they were loaded
+    replaced = world.traces.supersede_decision(str(first[0].id), conclusion="n", rationale="r", explanation="e",
+                                               supports=[event]).decision
+    ids, count = shown()
+    assert count == 20 and ids[0] == str(replaced.id)
+    assert sorted(ids[1:]) == sorted(str(d.id) for d in first[1:])
+
+
+def test_a_task_counted_before_its_numbers_were_kept_is_counted_on_first_read(world: World) -> None:
+    """Data from before the task counters (or written where they are not
+    kept) has no TaskDecisions node: the first read counts and numbers the
+    task's decisions, and from then on every change keeps them."""
+    event = {"kind": "event", "task_name": "pick-db", "seq": 1}
+    made = [world.record("pick-db", f"k{i:02d}", "c", supports=[event]).decision for i in range(30)]
+    before = world.history.get_task("pick-db").view
+    world.store.execute(world.project_id, "MATCH (k:TaskDecisions) DETACH DELETE k")
+    world.store.execute(world.project_id, "MATCH (d:Decision) SET d.active_seq = null")
+    world.record("pick-db", "late", "recorded while uncounted", supports=[event])
+    view = world.history.get_task("pick-db").view
+    assert view.decision_count == 31
+    assert [d.choice_key for d in view.decisions] == ["late"] + [d.choice_key for d in before.decisions][:19]
+    assert world.traces.reject_decision(str(made[29].id), reason="no").recorded
+    world.record("pick-db", "later", "recorded once counted", supports=[event])
+    view = world.history.get_task("pick-db").view
+    assert view.decision_count == 31
+    assert [d.choice_key for d in view.decisions][:3] == ["later", "late", "k28"]
+
+
 def test_search_finds_active_decisions_with_their_review_state(world: World) -> None:
     world.record("pick-db", "db", "Use Postgres for durability")
     gone = world.record("billing", "db", "Use Postgres everywhere").decision
@@ -528,11 +579,19 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     assert sorted(seen[40:]) == ["kid0", "kid1", "kid2"]  # roots before what they flagged
     only_b = world.traces.list_decisions_for_review("billing")
     assert only_b.count == 18 and [d.choice_key for d in only_b.decisions][:15] == seen[:15]
+    only_a = world.traces.list_decisions_for_review("pick-db")  # far from the whole queue's head
+    assert only_a.count == 25 and [d.choice_key for d in only_a.decisions] == seen[15:35]
+    assert [d.choice_key for d in world.traces.list_decisions_for_review("pick-db", offset=20).decisions] == seen[35:40]
     assert world.traces.reaffirm_decision(str(made[30].id)).recorded  # "beta" is still in the text
     world.traces.reject_decision(str(made[15].id), reason="gone")
     rest = world.traces.list_decisions_for_review(limit=20, offset=20)
     assert world.traces.list_decisions_for_review().count == 41 and rest.count == 41
     assert "b05" not in [d.choice_key for d in rest.decisions] and "a15" not in [d.choice_key for d in rest.decisions]
+    head = next(d for d in made if d.choice_key == seen[15])
+    assert world.traces.reaffirm_decision(str(head.id)).recorded  # the head of pick-db's queue leaves it
+    only_a = world.traces.list_decisions_for_review("pick-db")
+    assert only_a.count == 23 and [d.choice_key for d in only_a.decisions] == [
+        k for k in seen[16:40] if k != "a15"][:20]
 
 
 def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) -> None:
@@ -596,6 +655,24 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
         assert {k: kept[k] for k in ("needs_review", "unknown", "queued")} == direct(), step
         assert all(type(kept[k]) is int for k in kept), step  # counts, shown as such
         assert world.traces.list_decisions_for_review().count == direct()["needs_review"] + direct()["unknown"], step
+        for task in ("pick-db", "billing"):
+            tid = c.task_id(world.project_id, task)
+            rows = world.store.read(
+                world.project_id,
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p RETURN d.id AS id, d.status AS status, "
+                "d.review_open AS open, d.created_at AS at", {"tid": tid, "p": world.project_id})
+            active = sorted((r for r in rows if r["status"] == "active"), key=lambda r: r["at"], reverse=True)
+            in_queue = sum(1 for r in rows if r["open"])
+            assert world.traces.list_decisions_for_review(task).count == in_queue, (step, task)
+            kept_task = _review.task_state(world.store, world.project_id, tid)
+            if kept_task is not None:  # kept (FalkorDB): equal to the direct count
+                assert (kept_task["active"], kept_task["open"]) == (len(active), in_queue), (step, task)
+            found = world.history.get_task(task)
+            if found.found:
+                view = found.view
+                assert view.decision_count == len(active), (step, task)
+                assert [str(d.id) for d in view.decisions] == [r["id"] for r in active[:20]], (step, task)
+                assert len(view.review_decisions) == min(in_queue, 20), (step, task)
 
     check("empty")
     roots = [world.record("pick-db", f"k{i}", "Postgres").decision for i in range(3)]
