@@ -114,20 +114,22 @@ def flag(
     """Flag active decisions ``needs_review`` for ``reason``; with ``spread``,
     queue the active decisions that depend on them. ``known``: rows the
     caller read of ``ids`` (``id``, ``task_id``, ``status``, ``open``,
-    ``state``, ``queued``), which saves reading them again. It reads first, so call it before the unit's
-    first write."""
+    ``state``, ``queued``), which saves reading them again. It reads first,
+    so call it before the unit's first write."""
     queued = dependants(tx, [{"id": i, "cause": cause, "depth": 0} for i in ids]) if spread else []
     flagged = set(ids)
     queued = [r for r in queued if r["id"] not in flagged]
     tally = Tally(tx, project_id, [*ids, *(r["id"] for r in queued)], known=[*(known or []), *queued])
+    tally.flagged(ids)
     positions = Positions()
-    tx.write(
-        "UNWIND $rows AS r MATCH (d:Decision {id: r.id}) WHERE d.status = 'active' "
+    first = positions.take(len(ids))[0] if ids else 0
+    tx.write(  # positions in the order of ids; ids as a plain list, which is quicker to send than maps
+        "UNWIND range(0, size($ids) - 1) AS i WITH i, $ids[i] AS id MATCH (d:Decision {id: id}) "
+        "WHERE d.status = 'active' "
         "SET d.review_state = 'needs_review', d.review_reason = $reason, d.review_open = true, "
-        "d.queue_pos = coalesce(d.queue_pos, r.pos), d.flagged_at = coalesce(d.flagged_at, $at), "
+        "d.queue_pos = coalesce(d.queue_pos, $first + i), d.flagged_at = coalesce(d.flagged_at, $at), "
         "d.root_cause = $cause, d.flag_depth = 0",
-        {"rows": [{"id": i, "pos": pos} for i, pos in zip(ids, positions.take(len(ids)))],
-         "reason": reason.value, "cause": cause, "at": at},
+        {"ids": ids, "first": first, "reason": reason.value, "cause": cause, "at": at},
     )
     enqueue(tx, project_id, queued, at, positions, tally=tally)
 
@@ -176,17 +178,18 @@ _CONTRIBUTION = (
 )
 
 
-def _counts_of(row: dict[str, Any]) -> dict[str, int]:
+#: The order of a row's counts in :class:`Tally`.
+_ALL = ("active", "open", "needs_review", "unknown", "queued")
+_FLAGGED = (1, 1, 1, 0)  # active, in the queue, needing review, not unknown (queued as before)
+
+
+def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
     """What one decision row (``status``, ``open``, ``state``, ``queued``)
-    counts for."""
+    counts for, in the order of :data:`_ALL`."""
     is_open = bool(row.get("open"))
-    return {
-        "active": int(row.get("status") == "active"),
-        "open": int(is_open),
-        "needs_review": int(is_open and row.get("state") == "needs_review"),
-        "unknown": int(is_open and row.get("state") == "unknown"),
-        "queued": int(is_open and bool(row.get("queued"))),
-    }
+    state = row.get("state")
+    return (int(row.get("status") == "active"), int(is_open), int(is_open and state == "needs_review"),
+            int(is_open and state == "unknown"), int(is_open and bool(row.get("queued"))))
 
 
 class Tally:
@@ -199,61 +202,82 @@ class Tally:
 
     A unit that changes the status or review state of some decisions makes a
     tally of their ids before its first write (it reads what they count for
-    now and their tasks; ``new=True`` for decisions the unit creates, given
-    with their task ids), and settles it after its last change to them: one
-    statement that counts them again, seeing the unit's writes, and moves
-    the counters by the difference. Deleted decisions count for nothing
-    afterwards. A counter that was never counted stays so: the first read
-    counts it (:func:`recount`, :func:`task_state`), and from then on every
-    unit keeps it."""
+    now and their tasks; ``new``: decisions the unit creates, with their
+    task ids), and settles it after its last change to them: one statement
+    that counts them again, seeing the unit's writes, and moves the counters
+    by the difference (decisions whose outcome is certain, as for
+    :func:`flag`, are not counted again: see :meth:`flagged`). Deleted
+    decisions count for nothing afterwards. A counter that was never
+    counted stays so: the first read counts it (:func:`recount`,
+    :func:`task_state`), and from then on every unit keeps it."""
 
     def __init__(self, tx: Tx, project_id: str, ids: list[str], *, new: dict[str, str] | None = None,
                  known: list[dict[str, Any]] | None = None) -> None:
         self.project_id = project_id
-        self.rows: dict[str, dict[str, Any]] = {}  # id -> task id and what it counts for now
+        # id -> (task id, raw queued flag, what it counts for now); and the
+        # counts of those whose outcome is certain
+        self.rows: dict[str, tuple[str, bool, tuple[int, ...]]] = {}
+        self.after: dict[str, tuple[int, ...]] = {}
         if not tx.serializable:
             return
         if new is not None:
-            self.rows = {i: {"tid": tid, **dict.fromkeys(COUNTERS + TASK_COUNTERS, 0)} for i, tid in new.items()}
+            self.rows = {i: (tid, False, (0, 0, 0, 0, 0)) for i, tid in new.items()}
             return
         wanted = set(ids)
         for r in known or []:  # what the caller read already
             if r["id"] in wanted and r.get("task_id") and r.get("status"):
-                self.rows[r["id"]] = {"tid": r["task_id"], **_counts_of(r)}
+                self.rows[r["id"]] = (r["task_id"], bool(r.get("queued")), _counts_of(r))
         rest = sorted(wanted - set(self.rows))
         if rest:
             for r in tx.read(
-                f"UNWIND $ids AS id MATCH (d:Decision {{id: id}}) RETURN d.id AS id, d.task_id AS tid, {_ROW_CONTRIBUTION}",
+                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.task_id AS tid, "
+                f"d.queued AS queued_raw, {_ROW_CONTRIBUTION}",
                 {"ids": rest},
             ):
-                self.rows[r["id"]] = {"tid": r["tid"], **{k: int(r[k]) for k in COUNTERS + TASK_COUNTERS}}
+                self.rows[r["id"]] = (r["tid"], bool(r["queued_raw"]), tuple(int(r[k]) for k in _ALL))
+
+    def flagged(self, ids: list[str]) -> None:
+        """These decisions are about to be flagged by :func:`flag`'s write:
+        the active ones will count as active, in the queue and needing
+        review (queued as before), so the settle need not count them again."""
+        for i in ids:
+            row = self.rows.get(i)
+            if row is not None and row[2][0]:
+                self.after[i] = (*_FLAGGED, int(row[1]))
 
     def settle(self, tx: Tx) -> None:
         if not self.rows:
             return
-        before_task: dict[str, dict[str, int]] = {}
-        before = dict.fromkeys(COUNTERS, 0)
-        for row in self.rows.values():
-            task = before_task.setdefault(row["tid"], dict.fromkeys(TASK_COUNTERS, 0))
-            for k in TASK_COUNTERS:
-                task[k] += row[k]
-            for k in COUNTERS:
-                before[k] += row[k]
-        rows = [{"id": i, "tid": r["tid"], **{f"b_{k}": before_task[r["tid"]][k] for k in TASK_COUNTERS}}
-                for i, r in sorted(self.rows.items())]
-        sums = ", ".join(f"sum({k}) AS {k}" for k in dict.fromkeys(COUNTERS + TASK_COUNTERS))
+        # each counter moves by (after - before): a certain outcome is taken
+        # off before here, the others are counted again by the statement
+        before = [0] * len(_ALL)
+        tasks: dict[str, tuple[list[int], list[str]]] = {}
+        zero = (0,) * len(_ALL)
+        for i, (tid, _queued, counts) in self.rows.items():
+            task = tasks.get(tid)
+            if task is None:
+                task = tasks[tid] = ([0] * len(_ALL), [])
+            after = self.after.get(i)
+            if after is None:
+                task[1].append(i)
+            for n, (b, a) in enumerate(zip(counts, after or zero)):
+                task[0][n] += b - a
+                before[n] += b - a
+        sums = ", ".join(f"sum({k}) AS {k}" for k in _ALL)
         tx.write(
-            f"UNWIND $rows AS r OPTIONAL MATCH (d:Decision {{id: r.id}}) "
-            f"WITH r.tid AS tid, r.b_active AS b_active, r.b_open AS b_open, {_ROW_CONTRIBUTION} "
+            "UNWIND $groups AS g UNWIND g.ids + [null] AS id OPTIONAL MATCH (d:Decision {id: id}) "
+            f"WITH g.tid AS tid, g.b_active AS b_active, g.b_open AS b_open, {_ROW_CONTRIBUTION} "
             f"WITH tid, b_active, b_open, {sums} "
             "OPTIONAL MATCH (k:TaskDecisions {id: tid}) "
             "SET k.active = toInteger(k.active + active - b_active), k.open = toInteger(k.open + open - b_open) "
             f"WITH {', '.join(f'sum({k}) AS {k}' for k in COUNTERS)} "
             "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
             + "SET " + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS),
-            {"rows": rows, "qid": queue_node_id(self.project_id), **{f"b_{k}": v for k, v in before.items()}},
+            {"groups": [{"tid": tid, "ids": sorted(ids), "b_active": b[0], "b_open": b[1]}
+                        for tid, (b, ids) in sorted(tasks.items())],
+             "qid": queue_node_id(self.project_id), **{f"b_{k}": before[_ALL.index(k)] for k in COUNTERS}},
         )
-        self.rows = {}
+        self.rows, self.after = {}, {}
 
 
 def kept_counts(store: Any, project_id: str) -> dict[str, int] | None:
@@ -305,22 +329,32 @@ def open_count(store: Any, project_id: str) -> int | None:
 # sorting all of them.
 
 
-def number_new(tx: Tx, project_id: str, rows: list[dict[str, Any]]) -> None:
-    """Number new decisions (node rows with ``id`` and ``task_id``, written
-    already) in order per task, from the task's kept ``seq``. A task whose
-    decisions were never counted has no ``TaskDecisions`` node, and its
-    first read counts and numbers them (:func:`task_state`)."""
-    if not tx.serializable or not rows:
-        return
-    groups: dict[str, list[str]] = {}
+def take_numbers(tx: Tx, tids: list[str]) -> dict[str, int]:
+    """The last creation number of each task whose decisions are counted
+    (where kept), for :func:`number_new`. A read: call it before the unit's
+    first write."""
+    if not tx.serializable or not tids:
+        return {}
+    return {r["id"]: int(r["seq"]) for r in tx.read(
+        "UNWIND $ids AS id MATCH (k:TaskDecisions {id: id}) WHERE k.seq IS NOT NULL RETURN id, k.seq AS seq",
+        {"ids": sorted(set(tids))},
+    )}
+
+
+def number_new(tx: Tx, rows: list[dict[str, Any]], numbers: dict[str, int]) -> None:
+    """Number new decisions (node rows with ``task_id``, not yet written) in
+    order per task, from the tasks' last numbers (:func:`take_numbers`): sets
+    ``active_seq`` on each row and writes the tasks' new last numbers. A task
+    whose decisions were never counted has no number, and its first read
+    counts and numbers them (:func:`task_state`)."""
+    last = dict(numbers)
     for r in rows:
-        groups.setdefault(r["task_id"], []).append(r["id"])
-    tx.write(
-        "UNWIND $groups AS g MATCH (k:TaskDecisions {id: g.tid}) WITH k, g, k.seq AS base "
-        "SET k.seq = base + size(g.ids) WITH g, base UNWIND range(0, size(g.ids) - 1) AS i "
-        "MATCH (d:Decision {id: g.ids[i]}) SET d.active_seq = base + i + 1",
-        {"groups": [{"tid": tid, "ids": ids} for tid, ids in sorted(groups.items())]},
-    )
+        if r["task_id"] in last:
+            last[r["task_id"]] += 1
+            r["active_seq"] = last[r["task_id"]]
+    moved = [{"id": tid, "seq": seq} for tid, seq in sorted(last.items()) if seq != numbers[tid]]
+    if moved:
+        tx.write("UNWIND $rows AS r MATCH (k:TaskDecisions {id: r.id}) SET k.seq = r.seq", {"rows": moved})
 
 
 def start_task(tx: Tx, project_id: str, tid: str) -> None:

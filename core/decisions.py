@@ -294,6 +294,7 @@ class DecisionTraces:
         explanation: str | None,
         supersedes: str | None,
         at: str,
+        numbers: dict[str, int] | None = None,
     ) -> Decision:
         state, reason = ReviewState.clear, None
         if resolved.changed_during_recording:
@@ -307,7 +308,7 @@ class DecisionTraces:
             status=DecisionStatus.active, review_state=state, review_reason=reason, created_at=at,
             supports=resolved.supports,
         )
-        write_new_decisions(tx, self.project_id, [(decision, resolved, explanation, supersedes)])
+        write_new_decisions(tx, self.project_id, [(decision, resolved, explanation, supersedes)], numbers)
         return decision
 
     def _begin_decision_write(
@@ -457,6 +458,7 @@ class DecisionTraces:
             # what depended on the old revision should be looked at again
             queued = _review.dependants(tx, [{"id": target, "cause": f"superseded:{target}", "depth": 0}])
             tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
+            numbers = _review.take_numbers(tx, [old["task_id"]])
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.active_key = null, d.active_seq = null, "
                 f"d.queued = null, d.queued_at = null, d.superseded_at = $at, d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
@@ -466,7 +468,7 @@ class DecisionTraces:
                 tx, task_id=old["task_id"], task_name=old["task_name"], choice_key=old["choice_key"],
                 revision=old["revision"] + 1, conclusion=conclusion, rationale=rationale,
                 assumptions=assumption_list, open_questions=question_list, resolved=resolved,
-                explanation=explanation, supersedes=target, at=at,
+                explanation=explanation, supersedes=target, at=at, numbers=numbers,
             )
             tx.write(
                 "MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)}
@@ -1212,11 +1214,14 @@ class DecisionTraces:
 
 
 def write_new_decisions(
-    tx: Tx, project_id: str, planned: list[tuple[Decision, _Resolved, str | None, str | None]]
+    tx: Tx, project_id: str, planned: list[tuple[Decision, _Resolved, str | None, str | None]],
+    numbers: dict[str, int] | None = None,
 ) -> None:
     """Queue the writes of new decisions (each with its checked supports,
     supersede explanation and superseded id): the nodes, the support edges
-    and the support records. One writer for single records and bulk loads."""
+    and the support records. One writer for single records and bulk loads.
+    ``numbers``: the tasks' last creation numbers (``_review.take_numbers``),
+    read here when not given, which is then the unit's first write."""
     nodes: list[dict[str, Any]] = []
     docs: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
@@ -1251,8 +1256,10 @@ def write_new_decisions(
             for i, support in enumerate(decision.supports)
         ]
     tally = _review.Tally(tx, project_id, [], new={n["id"]: n["task_id"] for n in nodes})
+    if numbers is None:
+        numbers = _review.take_numbers(tx, [n["task_id"] for n in nodes])
+    _review.number_new(tx, nodes, numbers)
     tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
-    _review.number_new(tx, project_id, nodes)
     if docs:
         tx.write(
             "UNWIND $rows AS r MATCH (d:Decision {id: r.d}) MATCH (doc:Document {id: r.doc}) "
