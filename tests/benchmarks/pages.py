@@ -3,6 +3,12 @@ set, beside the floor of a store round trip measured in the same run; and the
 server process's memory over 1,000 page views.
 
     .venv/bin/python -m tests.benchmarks.pages [--decisions 100000] [--small 1000] [--backends falkordb,neo4j]
+    .venv/bin/python -m tests.benchmarks.pages --demo [--backends falkordb]
+
+With ``--demo`` the pages are measured on the large demo set
+(``seed_demo --size large``: 1,000 tasks of 1,000 events and 100 decisions,
+documents revised and retired, part of a review sweep) instead of the
+benchmark's own sets.
 
 Pages are requested through Django's test client in this process (the server
 time without the network); each figure is p50 / p95 over repeated requests.
@@ -17,6 +23,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from urllib.parse import urlencode
 from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
@@ -51,6 +58,27 @@ def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str
     history = ConversationHistory(store, project_id=project, agent_id="bench")
     for i in range(500):
         history.record_event("task-1", kind="tool_result", name="search", payload=f"result {i} " * 40)
+    return measure_pages(store, project, client, task="task-0", events_task="task-1", after=300, document="policy")
+
+
+def demo_project(store: GraphStore) -> tuple[str, str, str]:
+    """The large demo set in a project of its own: (project, the task whose
+    decisions need review, a document they cite)."""
+    from reviewer.demo_large import seed_large
+
+    project = "bench-demo-" + uuid.uuid4().hex[:6]
+    started = time.perf_counter()
+    counts = seed_large(store, project=project, progress=lambda stage, done, total: print(
+        f"\r  seeding the large demo set: {stage} {done:,}/{total:,}", end="", flush=True))
+    print(f"\n  seeded {counts.decisions:,} decisions, {counts.events:,} events in {time.perf_counter() - started:.0f} s")
+    traces = DecisionTraces(store, project_id=project, agent_id="bench")
+    first = traces.list_decisions_for_review(limit=1).decisions[0]
+    return project, first.task_name, "policy/storage"
+
+
+def measure_pages(
+    store: GraphStore, project: str, client: Client, *, task: str, events_task: str, after: int, document: str
+) -> tuple[dict[str, tuple[float, float]], str]:
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     flagged = traces.list_decisions_for_review(limit=20).decisions
     some = str(flagged[0].id)
@@ -59,13 +87,13 @@ def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str
         "overview": f"{base}/",
         "review queue": f"{base}/review/",
         "review queue, page 40": f"{base}/review/?page=40",
-        "review queue, one task": f"{base}/review/?task=task-0",
+        "review queue, one task": f"{base}/review/?{urlencode({'task': task})}",
         "decision (flagged)": f"{base}/decisions/{some}/",
         "conflicts": f"{base}/conflicts/",
         "tasks": f"{base}/tasks/",
-        "task view": f"{base}/task/?name=task-0",
-        "event log": f"{base}/events/?task=task-1&after=300",
-        "document": f"{base}/document/?key=policy",
+        "task view": f"{base}/task/?{urlencode({'name': task})}",
+        "event log": f"{base}/events/?{urlencode({'task': events_task, 'after': after})}",
+        "document": f"{base}/document/?{urlencode({'key': document})}",
         "activity": f"{base}/activity/",
     }
     out: dict[str, tuple[float, float]] = {}
@@ -85,7 +113,7 @@ def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str
         "reject": [(f"{base}/decisions/{d.id}/reject", {"reason": "benchmark"}) for d in queue[6:12]],
         "supersede": [(f"{base}/decisions/{d.id}/supersede",
                        {"conclusion": "new", "rationale": "r", "explanation": "benchmark",
-                        "add": "event task-0 1"}) for d in queue[12:18]],
+                        "add": f"event {d.task_name} 1"}) for d in queue[12:18]],
     }
     for name, calls in actions.items():
         samples = []
@@ -98,14 +126,20 @@ def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str
     return out, project
 
 
-def run(title: str, store: GraphStore, large: int, small: int) -> None:
+def run(title: str, store: GraphStore, large: int, small: int, *, demo: bool = False) -> None:
     reviewer_store._store = store  # the dashboard's own store handle
     user = User.objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", is_staff=True)
     client = Client()
     client.force_login(user)
     small_figures, small_project = measure(store, small, client)
     store.drop_project(small_project)
-    large_figures, large_project = measure(store, large, client)
+    if demo:
+        project, task, document = demo_project(store)
+        large_figures, large_project = measure_pages(
+            store, project, client, task=task, events_task=task, after=500, document=document)
+        title += ", large demo set"
+    else:
+        large_figures, large_project = measure(store, large, client)
     floor = percentiles([_timed(lambda: store.read(large_project, "RETURN 1 AS one")) for _ in range(500)])[0]
     before = rss_mb()
     urls = [f"/p/{large_project}/review/", f"/p/{large_project}/", f"/p/{large_project}/conflicts/"]
@@ -118,7 +152,8 @@ def run(title: str, store: GraphStore, large: int, small: int) -> None:
         used = f"; store used memory {info['used_memory_human']}"
     store.drop_project(large_project)
     print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms")
-    print(f"  {'page or action':28} {f'{small:,} decisions p50 / p95':>26} {f'{large:,} decisions p50 / p95':>28}  large p95 / floor")
+    large_label = "large demo set p50 / p95" if demo else f"{large:,} decisions p50 / p95"
+    print(f"  {'page or action':28} {f'{small:,} decisions p50 / p95':>26} {large_label:>28}  large p95 / floor")
     for name in large_figures:
         s50, s95 = small_figures[name]
         l50, l95 = large_figures[name]
@@ -137,6 +172,7 @@ def main() -> None:
     parser.add_argument("--decisions", type=int, default=100_000)
     parser.add_argument("--small", type=int, default=1_000)
     parser.add_argument("--backends", default="falkordb,neo4j")
+    parser.add_argument("--demo", action="store_true", help="measure the large pages on the large demo set")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
@@ -145,12 +181,13 @@ def main() -> None:
         if backend == "falkordb":
             data = tempfile.mkdtemp(prefix="reviewer-bench-")
             with open_store(f"falkordb+embedded://{data}?appendfsync=everysec") as store:
-                run("embedded FalkorDB (appendfsync everysec)", store, args.decisions, args.small)
+                run("embedded FalkorDB (appendfsync everysec)", store, args.decisions, args.small, demo=args.demo)
         elif backend == "neo4j":
             from tests.neo4j_server.launcher import running
 
             with running() as server, open_store(server.url) as store:
-                run("Neo4j 5.26 Community (in-process, Bolt on loopback)", store, args.decisions, args.small)
+                run("Neo4j 5.26 Community (in-process, Bolt on loopback)", store, args.decisions, args.small,
+                    demo=args.demo)
         else:
             raise SystemExit(f"unknown backend {backend!r}")
 
