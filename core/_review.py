@@ -170,12 +170,6 @@ _ROW_CONTRIBUTION = (
     "CASE WHEN d.review_open = true AND d.review_state = 'unknown' THEN 1 ELSE 0 END AS unknown, "
     "CASE WHEN d.review_open = true AND d.queued = true THEN 1 ELSE 0 END AS queued"
 )
-_CONTRIBUTION = (
-    "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open, "
-    "sum(CASE WHEN d.review_open = true AND d.review_state = 'needs_review' THEN 1 ELSE 0 END) AS needs_review, "
-    "sum(CASE WHEN d.review_open = true AND d.review_state = 'unknown' THEN 1 ELSE 0 END) AS unknown, "
-    "sum(CASE WHEN d.review_open = true AND d.queued = true THEN 1 ELSE 0 END) AS queued"
-)
 
 
 #: The order of a row's counts in :class:`Tally`.
@@ -300,7 +294,8 @@ def recount(store: Any, project_id: str) -> dict[str, int]:
     the first count of a queue)."""
 
     def work(tx: Tx) -> dict[str, int]:
-        row = tx.read(f"MATCH (d:Decision) WHERE d.review_open = true RETURN {_CONTRIBUTION}", {})
+        sums = ", ".join(f"sum({k}) AS {k}" for k in COUNTERS)
+        row = tx.read(f"MATCH (d:Decision) WHERE d.review_open = true WITH {_ROW_CONTRIBUTION} RETURN {sums}", {})
         counts = {k: int(row[0][k] or 0) if row else 0 for k in COUNTERS}
         tx.write(
             "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "

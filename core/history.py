@@ -289,7 +289,8 @@ class ConversationHistory:
             ) if count else []
         if not count:
             return {}
-        review = traces.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
+        nothing_open = state is not None and not state["open"]
+        review = [] if nothing_open else traces.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
         conflicts = traces.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
         return {
             "decisions": active, "decision_count": count, "decisions_truncated": count > len(active),

@@ -20,7 +20,6 @@ Data is loaded through ``DecisionTraces.load_decisions`` in batches.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -28,7 +27,8 @@ from collections.abc import Callable
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
-from core.stores import GraphStore, open_store
+from core.stores import GraphStore
+from tests.benchmarks import each_store
 from tests.benchmarks.history import percentiles, report, timed
 
 TASKS = 10
@@ -145,18 +145,8 @@ def main() -> None:
             store.drop_project(big)
         report(title, rows + tree_rows[1:])
 
-    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        if backend == "falkordb":
-            data = tempfile.mkdtemp(prefix="reviewer-bench-")
-            with open_store(f"falkordb+embedded://{data}?appendfsync=everysec") as store:
-                run("embedded FalkorDB (appendfsync everysec)", store)
-        elif backend == "neo4j":
-            from tests.neo4j_server.launcher import running
-
-            with running() as server, open_store(server.url) as store:
-                run("Neo4j 5.26 Community (in-process, Bolt on loopback)", store)
-        else:
-            raise SystemExit(f"unknown backend {backend!r}")
+    for title, store, _url in each_store(args.backends):
+        run(title, store)
 
 
 if __name__ == "__main__":

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
 
 from core.history import ConversationHistory
-from core.stores import GraphStore, open_store
+from core.stores import GraphStore
+from tests.benchmarks import each_store
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -104,18 +104,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1_000)
     parser.add_argument("--backends", default="falkordb,neo4j")
     args = parser.parse_args()
-    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        if backend == "falkordb":
-            data = tempfile.mkdtemp(prefix="reviewer-bench-")
-            with open_store(f"falkordb+embedded://{data}?appendfsync=everysec") as store:
-                report("embedded FalkorDB (appendfsync everysec)", bench(store, args.events, args.steps))
-        elif backend == "neo4j":
-            from tests.neo4j_server.launcher import running
-
-            with running() as server, open_store(server.url) as store:
-                report("Neo4j 5.26 Community (in-process, Bolt on loopback)", bench(store, args.events, args.steps))
-        else:
-            raise SystemExit(f"unknown backend {backend!r}")
+    for title, store, _url in each_store(args.backends):
+        report(title, bench(store, args.events, args.steps))
 
 
 def report(title: str, rows: list[tuple[str, str, str]]) -> None:

@@ -339,23 +339,13 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-    from core.stores import open_store
+    from tests.benchmarks import each_store
 
     problems: list[str] = []
-    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        if backend == "falkordb":
-            # The server process owns the embedded store; this process opens
-            # the same directory to seed and to check (one shared server).
-            url = f"falkordb+embedded://{tempfile.mkdtemp(prefix='reviewer-load-')}?appendfsync=everysec"
-            with open_store(url) as store:
-                problems += run("embedded FalkorDB (appendfsync everysec)", store, url, args)
-        elif backend == "neo4j":
-            from tests.neo4j_server.launcher import running
-
-            with running() as server, open_store(server.url) as store:
-                problems += run("Neo4j 5.26 Community (in-process, Bolt on loopback)", store, server.url, args)
-        else:
-            raise SystemExit(f"unknown backend {backend!r}")
+    # The server process owns an embedded store; this process opens the same
+    # directory to seed and to check (one shared server).
+    for title, store, url in each_store(args.backends, prefix="reviewer-load-"):
+        problems += run(title, store, url, args)
     if problems:
         print("\nPROMISES BROKEN:\n  " + "\n  ".join(problems))
         raise SystemExit(1)

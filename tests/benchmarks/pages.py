@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from urllib.parse import urlencode
 from typing import Any
+from urllib.parse import urlencode
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
@@ -39,7 +38,8 @@ from django.test import Client  # noqa: E402
 
 from core.decisions import DecisionTraces  # noqa: E402
 from core.history import ConversationHistory  # noqa: E402
-from core.stores import GraphStore, open_store  # noqa: E402
+from core.stores import GraphStore  # noqa: E402
+from tests.benchmarks import each_store  # noqa: E402
 from reviewer import store as reviewer_store  # noqa: E402
 from tests.benchmarks.decisions import big_project  # noqa: E402
 from tests.benchmarks.history import percentiles  # noqa: E402
@@ -177,19 +177,8 @@ def main() -> None:
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
     call_command("migrate", interactive=False, verbosity=0)
-    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        if backend == "falkordb":
-            data = tempfile.mkdtemp(prefix="reviewer-bench-")
-            with open_store(f"falkordb+embedded://{data}?appendfsync=everysec") as store:
-                run("embedded FalkorDB (appendfsync everysec)", store, args.decisions, args.small, demo=args.demo)
-        elif backend == "neo4j":
-            from tests.neo4j_server.launcher import running
-
-            with running() as server, open_store(server.url) as store:
-                run("Neo4j 5.26 Community (in-process, Bolt on loopback)", store, args.decisions, args.small,
-                    demo=args.demo)
-        else:
-            raise SystemExit(f"unknown backend {backend!r}")
+    for title, store, _url in each_store(args.backends):
+        run(title, store, args.decisions, args.small, demo=args.demo)
 
 
 if __name__ == "__main__":
