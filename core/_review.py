@@ -403,8 +403,17 @@ def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
     return store.transact(project_id, work)
 
 
-#: The Cypher that takes a decision out of the review queue.
-LEAVE_QUEUE = "review_open = null, queue_pos = null, flagged_at = null, root_cause = null, flag_depth = null"
+#: The properties whose removal takes a decision out of the review queue.
+LEAVE_QUEUE = ("review_open", "queue_pos", "flagged_at", "root_cause", "flag_depth")
+
+
+def unset(var: str, names: tuple[str, ...] | list[str]) -> str:
+    """Cypher that removes properties of ``var``, one per clause, ending the
+    statement's other variables: FalkorDB 4 removes the wrong property when
+    one clause (or several without a ``WITH`` between) removes more than
+    one (``SET n.a = null, n.c = null`` on ``{a, b, c}`` leaves ``{c}``;
+    pinned in tests/core/test_seed_edges.py)."""
+    return " ".join(f"WITH {var} SET {var}.{name} = null" for name in names)
 
 
 def log_activity(

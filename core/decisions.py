@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from . import _common as c
 from . import _review
-from .history import HISTORY_SCHEMA, parse_support_inputs
+from .history import HISTORY_SCHEMA, MalformedSupportError, parse_support_inputs
 from .knowledge import (
     KNOWLEDGE_SCHEMA,
     _chunk_range,
@@ -353,10 +353,15 @@ class DecisionTraces:
         rationale = c.text(rationale, "rationale")
         assumption_list = _text_list(assumptions, "assumptions")
         question_list = _text_list(open_questions, "open_questions")
-        inputs = parse_support_inputs(supports)
+        try:
+            inputs: list[Any] | None = parse_support_inputs(supports)
+        except MalformedSupportError:
+            inputs = None
         outcomes = _parse_fetched(fetched)
         if not c.check_request_id(request_id):
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if inputs is None:
+            return RecordDecisionResult(recorded=False, error=WriteErrorCode.support_malformed)
         replay = c.Replay(
             self.project_id, request_id, "record_decision",
             {"task": task_name, "key": choice_key, "conclusion": conclusion, "rationale": rationale,
@@ -423,10 +428,15 @@ class DecisionTraces:
         explanation = c.text(explanation, "explanation")
         assumption_list = _text_list(assumptions, "assumptions")
         question_list = _text_list(open_questions, "open_questions")
-        inputs = parse_support_inputs(supports)
+        try:
+            inputs: list[Any] | None = parse_support_inputs(supports)
+        except MalformedSupportError:
+            inputs = None
         outcomes = _parse_fetched(fetched)
         if not c.check_request_id(request_id):
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if inputs is None:
+            return RecordDecisionResult(recorded=False, error=WriteErrorCode.support_malformed)
         if not explanation.strip():
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.explanation_required)
         if target is None:
@@ -460,8 +470,8 @@ class DecisionTraces:
             tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
             numbers = _review.take_numbers(tx, [old["task_id"]])
             tx.write(
-                "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.active_key = null, d.active_seq = null, "
-                f"d.queued = null, d.queued_at = null, d.superseded_at = $at, d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
+                "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.superseded_at = $at "
+                + _review.unset("d", ("active_key", "active_seq", "queued", "queued_at", *_review.LEAVE_QUEUE)),
                 {"id": target, "at": at},
             )
             decision = self._create(
@@ -509,9 +519,9 @@ class DecisionTraces:
             tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
-                "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear', d.review_reason = null, "
-                "d.active_key = null, d.active_seq = null, d.queued = null, d.queued_at = null, "
-                f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
+                "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear' "
+                + _review.unset("d", ("review_reason", "active_key", "active_seq", "queued", "queued_at",
+                                      *_review.LEAVE_QUEUE)),
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
             _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
@@ -584,8 +594,8 @@ class DecisionTraces:
                 )
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.supports = $supports, d.support_seq = $n, "
-                "d.review_state = 'clear', d.review_reason = null, d.reaffirmed_at = $at, d.reaffirmed_by = $by, "
-                f"d.{_review.LEAVE_QUEUE.replace(', ', ', d.')}",
+                "d.review_state = 'clear', d.reaffirmed_at = $at, d.reaffirmed_by = $by "
+                + _review.unset("d", ("review_reason", *_review.LEAVE_QUEUE)),
                 {"id": target, "supports": _dump_supports(supports), "n": first + len(supports), "at": at,
                  "by": self.agent_id},
             )
@@ -848,7 +858,7 @@ class DecisionTraces:
             queued = _review.dependants(tx, spread)  # reads: before the writes
             tally = _review.Tally(tx, self.project_id, [*ids, *(q["id"] for q in queued)], known=queued)
             tx.write(
-                "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.queued = null, x.queued_at = null",
+                "UNWIND $ids AS id MATCH (x:Decision {id: id}) " + _review.unset("x", ("queued", "queued_at")),
                 {"ids": ids},
             )
             if flag_rows:  # queued decisions are in the queue already: no new count
@@ -860,8 +870,8 @@ class DecisionTraces:
                 )
             if cleared:
                 tx.write(
-                    "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear', "
-                    f"x.review_reason = null, x.{_review.LEAVE_QUEUE.replace(', ', ', x.')}",
+                    "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear' "
+                    + _review.unset("x", ("review_reason", *_review.LEAVE_QUEUE)),
                     {"ids": cleared},
                 )
             _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)

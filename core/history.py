@@ -58,7 +58,7 @@ from .stores.base import (
     Tx,
 )
 
-__all__ = ["ConversationHistory"]
+__all__ = ["ConversationHistory", "MalformedSupportError"]
 
 R = TypeVar("R", RecordEventResult, SetStepResult)
 
@@ -115,8 +115,17 @@ _STEP_MAP = (
 )
 
 
+class MalformedSupportError(ValueError):
+    """A support input of invalid form (a missing or mistyped field, an
+    unknown kind). The writes refuse it with a code (``support_malformed``
+    for decisions, ``support_invalid`` for step results): never raised to
+    their callers."""
+
+
 def parse_support_inputs(supports: Any, field: str = "supports") -> list[Any]:
-    """Support inputs as models; dicts are accepted. Bad shapes raise ValueError."""
+    """Support inputs as models; dicts are accepted. A ``supports`` that is
+    not a list raises ValueError; an item of invalid form raises
+    :class:`MalformedSupportError`."""
     if supports is None:
         return []
     if isinstance(supports, (str, bytes)) or not isinstance(supports, Sequence):
@@ -125,7 +134,7 @@ def parse_support_inputs(supports: Any, field: str = "supports") -> list[Any]:
     try:
         return _SUPPORT_INPUTS.validate_python(items)
     except ValidationError as exc:
-        raise ValueError(f"{field}: {exc.errors()[0]['msg']}") from exc
+        raise MalformedSupportError(f"{field}: {exc.errors()[0]['msg']}") from exc
 
 
 class ConversationHistory:
@@ -499,9 +508,14 @@ class ConversationHistory:
         basis = c.enum_value(StepResultBasis, result_basis, "result_basis")
         if result_event_seq is not None:
             result_event_seq = c.integer(result_event_seq, "result_event_seq")
-        inputs = parse_support_inputs(result_supports, "result_supports")
+        try:
+            inputs: list[Any] | None = parse_support_inputs(result_supports, "result_supports")
+        except MalformedSupportError:
+            inputs = None
         if not c.check_request_id(request_id):
             return SetStepResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if inputs is None:
+            return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
         if basis is StepResultBasis.supported and not inputs:
             return SetStepResult(recorded=False, error=WriteErrorCode.support_required)
         if len(inputs) > MAX_SUPPORTS:
@@ -645,7 +659,7 @@ def resolve_step_supports(tx: Tx, project_id: str, inputs: list[Any]) -> list[Su
                 return None
             supports.append(DecisionSupport(decision_id=rows[0]["id"]))
         elif isinstance(item, DocumentSupportInput):
-            from .knowledge import chunk_id, decode_evidence_id, version_id
+            from .knowledge import _chunk_range, chunk_id, decode_evidence_id, version_id
 
             try:
                 ref = decode_evidence_id(item.evidence_id)
@@ -655,10 +669,17 @@ def resolve_step_supports(tx: Tx, project_id: str, inputs: list[Any]) -> list[Su
             rows = tx.read(
                 "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p "
                 "MATCH (d:Document {id: v.document_id}) WHERE d.deleted_at IS NULL "
-                "RETURN v.key AS key, v.content_hash AS hash",
+                "RETURN v.key AS key, v.content_hash AS hash, v.length AS length, v.chunk_starts AS starts",
                 {"vid": version_id(doc_id, ref.activation_seq), "p": project_id},
             )
             if not rows:
+                return None
+            # the cited text must be in the cited version: a span inside it,
+            # a chunk it has
+            if ref.chunk_index is None:
+                if (ref.char_end or 0) > rows[0]["length"]:
+                    return None
+            elif _chunk_range(rows[0]["starts"], rows[0]["length"], ref.chunk_index) is None:
                 return None
             supports.append(
                 DocumentSupport(

@@ -198,6 +198,13 @@ class FalkorDBStore(GraphStore):
                     tx = _FalkorTx(self, pipe, graph)
                     result = work(tx)
                     if not tx.writes:
+                        # A unit that writes nothing answers from what it read:
+                        # valid only if nothing it watched changed meanwhile
+                        # (an empty MULTI/EXEC raises WatchError otherwise),
+                        # or a retry racing its first call reads the request
+                        # as new and the first call's decision as a refusal.
+                        pipe.multi()
+                        pipe.execute()
                         return result
                     query, params = combine_writes(tx.writes)
                     text = params_header(params) + query if params else query

@@ -434,7 +434,7 @@ def test_wrong_argument_types_raise(world: World) -> None:
     with pytest.raises(ValueError):
         world.traces.record_decision("pick-db", choice_key="db", conclusion=3, rationale="r", supports=[])  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r", supports=[{"kind": "rumour"}])
+        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r", supports={"kind": "event"})  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         world.traces.reject_decision("x", reason="   ")
 

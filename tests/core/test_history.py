@@ -268,7 +268,7 @@ def test_wrong_step_arguments_raise(history: ConversationHistory, task: str) -> 
     with pytest.raises(ValueError):
         history.set_step(task, name="s", state="completed", kind="dance")
     with pytest.raises(ValueError):
-        history.set_step(task, name="s", state="completed", result_supports=[{"kind": "rumour"}])
+        history.set_step(task, name="s", state="completed", result_supports={"kind": "note"})  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         history.list_events(task, after_seq="3")  # type: ignore[arg-type]
     assert history.list_steps(task).steps == []

@@ -1,0 +1,194 @@
+"""The seeds' rules at their edges (issue 13), on every backend: a retry
+racing its first call, kept decisions of a deleted task, superseding a
+flagged decision, supports of invalid form, step supports naming text their
+document lacks."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from core import _review
+from core.knowledge import encode_chunk, encode_span
+from core.models import ReviewReason, ReviewState, StepResultValidity, WriteErrorCode
+from core.stores import GraphStore
+
+from tests.core.test_decisions import ADR, World, dep, world  # noqa: F401  (the shared fixture)
+
+# -- 1. a retry racing its first call -------------------------------------------
+
+
+def _race(calls: int, call: Callable[[], Any]) -> list[Any]:
+    """``calls`` identical calls started together, their results in order."""
+    barrier = threading.Barrier(calls)
+    results: list[Any] = [None] * calls
+    errors: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            results[n] = call()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(calls)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    return results
+
+
+ROUNDS = 40  # on FalkorDB before the fix, a few calls in every 40 rounds were refused
+CALLERS = 4
+
+
+def test_identical_record_calls_racing_with_one_request_id_all_get_the_stored_result(world: World) -> None:
+    doc, got = world.cite("adr", "Postgres stays the system of record")
+    for n in range(ROUNDS):
+        results = _race(CALLERS, lambda n=n: world.traces.record_decision(
+            "pick-db", choice_key=f"db-{n}", conclusion="Postgres", rationale="r",
+            supports=[doc], fetched=[got], request_id=f"race-{n}",
+        ))
+        assert all(r.recorded for r in results), [r.error for r in results]
+        assert len({r.decision.id for r in results}) == 1
+    assert world.traces.list_decisions("pick-db", limit=20).page.count == ROUNDS
+
+
+def test_identical_reject_calls_racing_with_one_request_id_all_get_the_stored_result(world: World) -> None:
+    for n in range(ROUNDS):
+        did = str(world.record("pick-db", f"db-{n}", "Postgres").decision.id)
+        results = _race(CALLERS, lambda did=did, n=n: world.traces.reject_decision(
+            did, reason="wrong", request_id=f"reject-{n}",
+        ))
+        assert [(r.recorded, r.error) for r in results] == [(True, None)] * CALLERS
+
+
+# -- 3. superseding a flagged decision keeps its reason -----------------------------
+
+
+def test_falkordb_removes_the_wrong_property_when_one_set_removes_two(falkordb_store: GraphStore) -> None:
+    """Pins FalkorDB's behaviour that ``_review.unset`` works around: when it
+    changes (an upgrade fixes it), this fails, and the workaround can go."""
+    pid = "pin-remove"
+    try:
+        falkordb_store.execute(pid, "CREATE (:N {a: 1, b: 2, c: 3})")
+        falkordb_store.execute(pid, "MATCH (n:N) SET n.a = null, n.c = null")
+        assert falkordb_store.read(pid, "MATCH (n:N) RETURN properties(n) AS p")[0]["p"] == {"c": 3}
+    finally:
+        falkordb_store.drop_project(pid)
+
+
+def test_unset_removes_exactly_the_named_properties(store: GraphStore, project_id: str) -> None:
+    store.execute(project_id, "CREATE (:N {a: 1, b: 2, c: 3, d: 4, e: 5})")
+    store.execute(project_id, "MATCH (n:N) SET n.b = 7 " + _review.unset("n", ("a", "d", "c")))
+    assert store.read(project_id, "MATCH (n:N) RETURN properties(n) AS p")[0]["p"] == {"b": 7, "e": 5}
+
+
+def test_superseding_a_flagged_decision_keeps_its_reason_and_fields(world: World) -> None:
+    old = world.record("pick-db", "db", "Postgres").decision
+    world.graph.update("adr", ADR + " Amended.")
+    flagged = world.traces.get_decision(str(old.id)).decision
+    assert (flagged.review_state, flagged.review_reason) == (ReviewState.needs_review, ReviewReason.source_changed)
+    doc, got = world.cite("adr", "Postgres stays the system of record")
+    new = world.traces.supersede_decision(
+        str(old.id), conclusion="Postgres 16", rationale="r", explanation="newer", supports=[doc], fetched=[got],
+    )
+    assert new.recorded, new.error
+    after = world.traces.get_decision(str(old.id)).decision
+    assert after.status.value == "superseded"
+    assert (after.review_state, after.review_reason) == (ReviewState.needs_review, ReviewReason.source_changed)
+    assert after.model_dump(exclude={"status"}) == flagged.model_dump(exclude={"status"})
+    # every decision that needs review has a reason, whatever its status
+    rows = world.store.read(
+        world.project_id, "MATCH (d:Decision) WHERE d.review_state = 'needs_review' AND d.review_reason IS NULL "
+        "RETURN d.id AS id",
+    )
+    assert rows == []
+
+
+def test_rejecting_and_reaffirming_keep_every_other_field(world: World) -> None:
+    a = world.record("pick-db", "a", "Postgres").decision
+    b = world.record("billing", "b", "Stripe").decision
+    world.graph.update("adr", ADR + " Amended.")
+    rejected = world.traces.reject_decision(str(a.id), reason="no").decision
+    stored = world.traces.get_decision(str(a.id)).decision
+    assert stored == rejected
+    assert (stored.conclusion, stored.rationale, stored.rejection_reason) == ("Postgres", "because Postgres", "no")
+    reaffirmed = world.traces.reaffirm_decision(str(b.id))
+    assert reaffirmed.recorded, reaffirmed.error
+    assert world.traces.get_decision(str(b.id)).decision == reaffirmed.decision
+
+
+# -- 4. supports of invalid form are refused, not raised ------------------------------
+
+MALFORMED = [
+    {"kind": "event", "task_name": "pick-db"},  # no seq
+    {"kind": "event", "task_name": "pick-db", "seq": "one"},
+    {"kind": "rumour", "task_name": "pick-db", "seq": 1},
+    {"kind": "decision"},
+    {"kind": "document"},
+    {"task_name": "pick-db", "seq": 1},  # no kind
+    "pick-db#1",
+]
+
+
+@pytest.mark.parametrize("bad", MALFORMED, ids=range(len(MALFORMED)))
+def test_a_support_of_invalid_form_is_refused_and_writes_nothing(world: World, bad: Any) -> None:
+    good = {"kind": "event", "task_name": "pick-db", "seq": 1}
+    refused = world.traces.record_decision(
+        "pick-db", choice_key="db", conclusion="c", rationale="r", supports=[good, bad],
+    )
+    assert (refused.recorded, refused.error) == (False, WriteErrorCode.support_malformed)
+    assert world.traces.list_decisions("pick-db").page.count == 0
+    d = world.record("pick-db", "db", "Postgres").decision
+    refused = world.traces.supersede_decision(
+        str(d.id), conclusion="c", rationale="r", explanation="e", supports=[bad],
+    )
+    assert (refused.recorded, refused.error) == (False, WriteErrorCode.support_malformed)
+    assert world.traces.get_decision(str(d.id)).decision.status.value == "active"
+    step = world.history.set_step(
+        "pick-db", name="s", state="completed", result_basis="supported", result_supports=[bad],
+    )
+    assert (step.recorded, step.error) == (False, WriteErrorCode.support_invalid)
+    assert world.history.list_steps("pick-db").steps == []
+
+
+def test_supports_that_are_not_a_list_still_raise(world: World) -> None:
+    with pytest.raises(ValueError):
+        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r",
+                                     supports="pick-db#1")  # type: ignore[arg-type]
+
+
+# -- 5. a step support names text its version has ---------------------------------------
+
+
+def test_a_step_cannot_cite_text_its_document_does_not_have(world: World) -> None:
+    world.graph.add("short", "abcdef")
+    info = world.graph.get_document("short")
+    assert info is not None and len(world.graph.chunk_evidence_ids("short")) == 1
+    beyond = [
+        encode_span(info.node_id, info.activation_seq, 0, 9999),
+        encode_span(info.node_id, info.activation_seq, 3, 7),
+        encode_chunk(info.node_id, info.activation_seq, 7),
+        encode_chunk(info.node_id, info.activation_seq, 1),
+    ]
+    for n, evidence in enumerate(beyond):
+        step = world.history.set_step(
+            "pick-db", name=f"s{n}", state="completed", result_basis="supported",
+            result_supports=[{"kind": "document", "evidence_id": evidence}],
+        )
+        assert (step.recorded, step.error) == (False, WriteErrorCode.support_invalid), evidence
+    assert world.history.list_steps("pick-db").steps == []
+    inside = [encode_span(info.node_id, info.activation_seq, 0, 6), encode_chunk(info.node_id, info.activation_seq, 0)]
+    for n, evidence in enumerate(inside):
+        step = world.history.set_step(
+            "pick-db", name=f"ok{n}", state="completed", result_basis="supported",
+            result_supports=[{"kind": "document", "evidence_id": evidence}],
+        )
+        assert step.recorded, step.error
+    assert {s.result_validity for s in world.history.list_steps("pick-db").steps} == {StepResultValidity.reusable}
