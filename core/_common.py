@@ -35,8 +35,20 @@ def step_id(task: str, name: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"step\x1f{task}\x1f{name}"))
 
 
-def decision_id(task: str, choice_key: str, revision: int) -> str:
+def decision_id(task: str, choice_key: str, revision: int, generation: int = 0) -> str:
+    """``generation``: how many earlier tasks of the same name were deleted
+    with their decisions kept (0 for almost every task, whose ids are the
+    seed's derivation): a new task of a reused name starts empty, and its
+    decisions cannot take the kept decisions' ids."""
+    if generation:
+        return str(uuid.uuid5(NAMESPACE, f"decision\x1f{task}\x1f{generation}\x1f{choice_key}\x1f{revision}"))
     return str(uuid.uuid5(NAMESPACE, f"decision\x1f{task}\x1f{choice_key}\x1f{revision}"))
+
+
+def detached_task_id(task: str, generation: int) -> str:
+    """The task id that the decisions kept by ``delete_task`` carry instead of
+    their deleted task's (of that ``generation``): it names no task."""
+    return str(uuid.uuid5(NAMESPACE, f"detached\x1f{task}\x1f{generation}"))
 
 
 def choice_node_id(project_id: str, choice_key: str) -> str:

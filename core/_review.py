@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import Any
 
+from . import _common as c
 from .models.decision import ReviewReason
 from .stores.base import FullTextIndex, NodeIndex, Schema, Tx
 
@@ -401,6 +402,48 @@ def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
         return state
 
     return store.transact(project_id, work)
+
+
+# -- a task's generation ------------------------------------------------------
+#
+# ``delete_task(include_decisions=False)`` keeps the task's decisions but
+# takes them out of the task: they carry ``detached_task_id(task id,
+# generation)`` instead of its id. A task created later under the same name
+# (the same derived id) is of the next generation, which its decision ids
+# include, so it starts empty and its choices are free.
+
+
+def task_generation(tx: Tx, tid: str) -> int:
+    """The generation of the live task ``tid`` (0 when it has none, or when
+    no task has that id, as for the detached id of kept decisions)."""
+    rows = tx.read("MATCH (t:Task {id: $id}) RETURN t.generation AS g", {"id": tid})
+    return int(rows[0]["g"] or 0) if rows else 0
+
+
+def next_generation(tx: Tx, tid: str) -> int:
+    """The generation of a task about to be created with id ``tid``: the
+    first whose detached id holds no kept decisions."""
+    generation = 0
+    while tx.read("MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1",
+                  {"id": c.detached_task_id(tid, generation)}):
+        generation += 1
+    return generation
+
+
+def detach_decisions(tx: Tx, project_id: str, tid: str, at: str) -> None:
+    """Take the decisions of the task ``tid`` (about to be deleted) out of it:
+    they keep their ids, records, review state and choices, and answer to no
+    task. Reads first, so call it before the unit's first write."""
+    detached = c.detached_task_id(tid, task_generation(tx, tid))
+    tx.write(
+        "MATCH (d:Decision {task_id: $id}) SET d.task_id = $detached, d.former_task_id = $id, "
+        "d.task_deleted_at = $at, "
+        "d.active_key = CASE WHEN d.active_key IS NULL THEN null ELSE $detached + $sep + d.choice_key END",
+        {"id": tid, "detached": detached, "at": at, "sep": "\x1f"},
+    )
+    # the task's kept counters and numbers went with its decisions: a new
+    # task of the same name counts from nothing
+    tx.write("MATCH (k:TaskDecisions {id: $id}) DELETE k", {"id": tid})
 
 
 #: The properties whose removal takes a decision out of the review queue.

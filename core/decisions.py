@@ -295,6 +295,7 @@ class DecisionTraces:
         supersedes: str | None,
         at: str,
         numbers: dict[str, int] | None = None,
+        generation: int = 0,
     ) -> Decision:
         state, reason = ReviewState.clear, None
         if resolved.changed_during_recording:
@@ -302,7 +303,7 @@ class DecisionTraces:
         elif resolved.dependency_flagged:
             state, reason = ReviewState.needs_review, ReviewReason.dependency_review
         decision = Decision(
-            id=c.decision_id(task_id, choice_key, revision), task_id=task_id, task_name=task_name,
+            id=c.decision_id(task_id, choice_key, revision, generation), task_id=task_id, task_name=task_name,
             choice_key=choice_key, revision=revision, conclusion=conclusion, rationale=rationale,
             assumptions=assumptions, open_questions=open_questions, author=self.agent_id,
             status=DecisionStatus.active, review_state=state, review_reason=reason, created_at=at,
@@ -375,7 +376,8 @@ class DecisionTraces:
             earlier = c.replayed(tx, replay, RecordDecisionResult, _reused(RecordDecisionResult))
             if earlier is not None:
                 return earlier
-            if not tx.read("MATCH (t:Task {id: $id}) RETURN t.id AS id", {"id": tid}):
+            task = tx.read("MATCH (t:Task {id: $id}) RETURN t.id AS id, t.generation AS g", {"id": tid})
+            if not task:
                 return RecordDecisionResult(recorded=False, error=WriteErrorCode.task_not_found)
             if not 1 <= len(inputs) <= MAX_SUPPORTS:
                 return RecordDecisionResult(recorded=False, error=WriteErrorCode.support_required)
@@ -400,6 +402,7 @@ class DecisionTraces:
                 revision=(revisions[0]["rev"] or 0) + 1 if revisions else 1,
                 conclusion=conclusion, rationale=rationale, assumptions=assumption_list,
                 open_questions=question_list, resolved=resolved, explanation=None, supersedes=None, at=at,
+                generation=task[0]["g"] or 0,
             )
             self._write_choice(tx, choice_key, [*active, {"id": str(decision.id), "norm": normalized(conclusion)}], at)
             warnings = [ReviewReason.source_changed_during_recording.value] if resolved.changed_during_recording else []
@@ -469,6 +472,7 @@ class DecisionTraces:
             queued = _review.dependants(tx, [{"id": target, "cause": f"superseded:{target}", "depth": 0}])
             tally = _review.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
             numbers = _review.take_numbers(tx, [old["task_id"]])
+            generation = _review.task_generation(tx, old["task_id"])
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.superseded_at = $at "
                 + _review.unset("d", ("active_key", "active_seq", "queued", "queued_at", *_review.LEAVE_QUEUE)),
@@ -478,7 +482,7 @@ class DecisionTraces:
                 tx, task_id=old["task_id"], task_name=old["task_name"], choice_key=old["choice_key"],
                 revision=old["revision"] + 1, conclusion=conclusion, rationale=rationale,
                 assumptions=assumption_list, open_questions=question_list, resolved=resolved,
-                explanation=explanation, supersedes=target, at=at, numbers=numbers,
+                explanation=explanation, supersedes=target, at=at, numbers=numbers, generation=generation,
             )
             tx.write(
                 "MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)}
@@ -720,7 +724,8 @@ class DecisionTraces:
 
         def work(tx: Tx) -> list[Decision]:
             tids = sorted({c.task_id(self.project_id, p[0]) for p in planned_inputs})
-            found = {r["id"] for r in tx.read("UNWIND $ids AS id MATCH (t:Task {id: id}) RETURN t.id AS id", {"ids": tids})}
+            found = {r["id"]: r["g"] or 0 for r in tx.read(
+                "UNWIND $ids AS id MATCH (t:Task {id: id}) RETURN t.id AS id, t.generation AS g", {"ids": tids})}
             if len(found) != len(tids):
                 raise ValueError(WriteErrorCode.task_not_found.value)
             keys = [f"{c.task_id(self.project_id, p[0])}\x1f{p[1]}" for p in planned_inputs]
@@ -791,7 +796,7 @@ class DecisionTraces:
                 tid = c.task_id(self.project_id, task_name)
                 flagged = resolved.dependency_flagged
                 decision = Decision(
-                    id=c.decision_id(tid, key, 1), task_id=tid, task_name=task_name, choice_key=key, revision=1,
+                    id=c.decision_id(tid, key, 1, found[tid]), task_id=tid, task_name=task_name, choice_key=key, revision=1,
                     conclusion=conclusion, rationale=rationale, assumptions=assumptions, open_questions=questions,
                     author=self.agent_id, status=DecisionStatus.active,
                     review_state=ReviewState.needs_review if flagged else ReviewState.clear,

@@ -204,12 +204,13 @@ class ConversationHistory:
                 id=tid, project_id=self.project_id, name=name, goal=goal, status=TaskStatus.open,
                 event_seq=0, author=self.agent_id, created_at=c.now(),
             )
+            generation = _review.next_generation(tx, tid)  # > 0 after a deletion that kept decisions
             _review.start_task(tx, self.project_id, tid)
             tx.write(
-                "CREATE (:Task {id: $id, project_id: $p, name: $name, goal: $goal, status: $status, "
-                "event_seq: 0, author: $author, created_at: $at})",
+                "CREATE (t:Task {id: $id, project_id: $p, name: $name, goal: $goal, status: $status, "
+                "event_seq: 0, author: $author, created_at: $at}) SET t.generation = $generation",
                 {"id": tid, "p": self.project_id, "name": name, "goal": goal, "status": task.status.value,
-                 "author": self.agent_id, "at": c.iso(task.created_at)},
+                 "author": self.agent_id, "at": c.iso(task.created_at), "generation": generation or None},
             )
             result = CreateTaskResult(recorded=True, task=task)
             replay.remember(tx, result)

@@ -195,9 +195,7 @@ class HistoryRetention:
                 tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
                 own.settle(tx)
             else:
-                tx.write(
-                    "MATCH (d:Decision {task_id: $id}) SET d.task_deleted_at = $at", {"id": tid, "at": at}
-                )
+                _review.detach_decisions(tx, self.project_id, tid, at)
             tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
             tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
             tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})

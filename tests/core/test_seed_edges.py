@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from core import _common as c
 from core import _review
 from core.knowledge import encode_chunk, encode_span
 from core.models import ReviewReason, ReviewState, StepResultValidity, WriteErrorCode
@@ -192,3 +193,75 @@ def test_a_step_cannot_cite_text_its_document_does_not_have(world: World) -> Non
         )
         assert step.recorded, step.error
     assert {s.result_validity for s in world.history.list_steps("pick-db").steps} == {StepResultValidity.reusable}
+
+
+# -- 2. decisions kept by a task deletion belong to no task -------------------------------
+
+
+def _task_counts_are_exact(world: World, task: str) -> None:
+    """The kept counters (where kept) agree with the decisions themselves."""
+    assert world.traces.review_counts() == world.traces.review_summary()[0]
+    tid = c.task_id(world.project_id, task)
+    kept = _review.task_state(world.store, world.project_id, tid)
+    if kept is not None:
+        rows = world.store.read(
+            world.project_id,
+            "MATCH (d:Decision {task_id: $tid}) RETURN sum(CASE WHEN d.status = 'active' THEN 1 ELSE 0 END) AS active, "
+            "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open",
+            {"tid": tid},
+        )
+        assert (kept["active"], kept["open"]) == (rows[0]["active"] or 0, rows[0]["open"] or 0)
+
+
+def test_a_new_task_with_a_deleted_tasks_name_starts_empty_and_the_kept_decisions_stay(world: World) -> None:
+    kept = world.record("pick-db", "db", "Postgres").decision
+    other = world.record("billing", "db", "MySQL").decision  # a conflict across tasks
+    assert world.history.get_task("pick-db").view.decision_count == 1  # counted before the deletion
+    assert world.retention.delete_task("pick-db", include_decisions=False).recorded
+    assert world.history.create_task("pick-db", goal="another goal").recorded
+
+    view = world.history.get_task("pick-db").view
+    assert (view.decisions, view.decision_count, view.review_decisions, view.conflicts) == ([], 0, [], [])
+    assert world.traces.list_decisions("pick-db").page.count == 0
+    assert world.traces.list_conflicts(task_name="pick-db").groups == []
+    _task_counts_are_exact(world, "pick-db")
+
+    # the kept decision: readable by id, in search and in conflicts, in no task
+    stored = world.traces.get_decision(str(kept.id)).decision
+    assert stored is not None and stored.status.value == "active" and stored.conclusion == "Postgres"
+    assert stored.task_id != c.task_id(world.project_id, "pick-db")
+    assert str(kept.id) in {str(h.decision.id) for h in world.traces.search_decisions("Postgres")}
+    assert world.traces.search_decisions("Postgres", task_name="pick-db") == []
+    (group,) = world.traces.list_conflicts().groups
+    assert {str(d.id) for d in group.decisions} == {str(kept.id), str(other.id)}
+
+    # the choice is free again in the new task
+    doc, got = world.cite("adr", "Postgres stays the system of record")
+    again = world.traces.record_decision("pick-db", choice_key="db", conclusion="FalkorDB", rationale="r",
+                                         supports=[doc], fetched=[got])
+    assert again.recorded, again.error
+    assert again.decision.revision == 1 and again.decision.id != kept.id
+    view = world.history.get_task("pick-db").view
+    assert [d.id for d in view.decisions] == [again.decision.id] and view.decision_count == 1
+    assert world.traces.get_decision(str(kept.id)).decision == stored
+
+    # both stay in the review queue and the counters stay exact
+    world.graph.update("adr", ADR + " Amended.")
+    assert {str(d.id) for d in world.history.get_task("pick-db").view.review_decisions} == {str(again.decision.id)}
+    _task_counts_are_exact(world, "pick-db")
+    superseded = world.traces.supersede_decision(
+        str(kept.id), conclusion="Postgres 16", rationale="r", explanation="e", supports=[doc], fetched=[got])
+    assert superseded.recorded and superseded.decision.task_id == stored.task_id
+    _task_counts_are_exact(world, "pick-db")
+
+    # and again: a third task of the name starts empty too
+    assert world.retention.delete_task("pick-db", include_decisions=False).recorded
+    assert world.history.create_task("pick-db", goal="third").recorded
+    assert world.history.get_task("pick-db").view.decision_count == 0
+    third = world.traces.record_decision("pick-db", choice_key="db", conclusion="Neo4j", rationale="r",
+                                         supports=[doc], fetched=[got])
+    assert third.recorded, third.error
+    assert len({third.decision.id, again.decision.id, kept.id}) == 3
+    for d in (kept, again.decision, superseded.decision):
+        assert world.traces.get_decision(str(d.id)).found
+    _task_counts_are_exact(world, "pick-db")
