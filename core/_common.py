@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any, TypeVar
@@ -67,8 +69,39 @@ def request_node_id(project_id: str, request_id: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"request\x1f{project_id}\x1f{request_id}"))
 
 
+#: The time the writes of this context happened, when it is not now: the
+#: importer's route for a line's ``at`` (not public API; see ``happened_at``).
+_HAPPENED_AT: ContextVar[datetime | None] = ContextVar("reviewer_happened_at", default=None)
+
+
 def now() -> datetime:
-    return datetime.now(UTC)
+    """When a write happens: the current time, or inside ``happened_at`` the
+    time given there."""
+    moment = _HAPPENED_AT.get()
+    return moment if moment is not None else datetime.now(UTC)
+
+
+def imported_at() -> datetime | None:
+    """The real time of a write that ``happened_at`` an earlier time (so the
+    activity log can keep both), or None for a write happening now."""
+    return datetime.now(UTC) if _HAPPENED_AT.get() is not None else None
+
+
+@contextmanager
+def happened_at(moment: datetime | None) -> Iterator[None]:
+    """Writes inside take ``moment`` (aware, or UTC when naive) as the time
+    they happened: events, decisions, revisions and reviews keep it. None
+    changes nothing."""
+    if moment is None:
+        yield
+        return
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    token = _HAPPENED_AT.set(moment.astimezone(UTC))
+    try:
+        yield
+    finally:
+        _HAPPENED_AT.reset(token)
 
 
 def iso(moment: datetime) -> str:

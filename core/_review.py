@@ -470,10 +470,14 @@ def log_activity(
     reason: str | None,
     at: str,
 ) -> None:
-    """An activity entry in the same commit as the change it records."""
+    """An activity entry in the same commit as the change it records. ``at``
+    is when it happened; an imported change (``c.happened_at``) also keeps
+    when it was imported."""
+    imported = c.imported_at()
     tx.write(
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, action: $action, "
-        "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason})",
+        "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported})",
         {"id": str(uuid.uuid4()), "p": project_id, "at": at, "actor": actor, "action": action,
-         "kind": target_kind, "target": target_id, "summary": summary[:500], "reason": reason},
+         "kind": target_kind, "target": target_id, "summary": summary[:500], "reason": reason,
+         "imported": c.iso(imported) if imported else None},
     )

@@ -240,7 +240,7 @@ class ActivityLog:
             "AND ($action IS NULL OR a.action = $action) "
             "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
             "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_kind AS target_kind, "
-            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason",
+            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
         return [ActivityEntry.model_validate(r) for r in rows]

@@ -26,7 +26,15 @@ also be written portably as ``{"kind": "document", "key", "version",
 "start", "end"}`` (a span) or ``{"kind": "document", "key", "version",
 "chunk"}``, and a decision support as ``{"kind": "decision", "task_name",
 "choice_key", "revision"}``. Document passages are fetched at import time, as
-the agent would have fetched them.
+the agent would have fetched them. Each reference takes exactly the fields of
+one of its forms (``REFERENCE_FORMS``): a missing or unknown field (``task``
+where a support takes ``task_name``) is reported as such.
+
+A line may carry ``at``, the ISO-8601 time the operation happened (UTC when
+it names no zone): events, decisions, revisions, reviews and the other
+records it writes keep that time, and its activity entry keeps both that
+time and the time of the import. A line without ``at`` happens at the
+time it is imported.
 
 A line without ``request_id`` gets one derived from its line number and
 content, so importing the same file twice changes nothing the second time.
@@ -57,7 +65,18 @@ OPERATIONS = (
     "record_decision", "supersede_decision", "reject_decision", "reaffirm_decision", "redact_event",
     "delete_task", "continue_review",
 )
-_COMMON = {"op", "project", "agent", "request_id"}
+_COMMON = {"op", "project", "agent", "request_id", "at"}
+
+#: Each reference a line may hold, with the fields of each of its forms
+#: (every field required, no other allowed).
+REFERENCE_FORMS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "decision": (("task", "choice_key", "revision"),),  # or the decision id as a string
+    "event support": (("kind", "task_name", "seq"),),
+    "document support": (("kind", "evidence_id"), ("kind", "key", "version", "start", "end"),
+                         ("kind", "key", "version", "chunk")),
+    "decision support": (("kind", "decision_id"), ("kind", "task_name", "choice_key", "revision")),
+}
+_INTEGER_FIELDS = {"revision", "seq", "version", "start", "end", "chunk"}
 
 
 class LineError(ValueError):
@@ -108,9 +127,11 @@ class Importer:
         if not isinstance(agent, str) or not agent:
             raise LineError("\"agent\" must be a non-empty string")
         request_id = line.get("request_id") or derived_request_id(line_number, line)
+        happened = _time(line.get("at"))
         args = {k: v for k, v in line.items() if k not in _COMMON}
         try:
-            result = getattr(self, "_" + op)(project, agent, request_id, args)
+            with c.happened_at(happened):
+                result = getattr(self, "_" + op)(project, agent, request_id, args)
         except KeyError as exc:
             raise LineError(f"{op} needs {exc.args[0]!r}") from exc
         except (TypeError, ValueError) as exc:
@@ -207,24 +228,75 @@ class Importer:
     def _decision(self, project: str, ref: Any) -> str:
         if isinstance(ref, str):
             return ref
-        if isinstance(ref, dict) and {"task", "choice_key", "revision"} <= ref.keys():
-            return c.decision_id(c.task_id(project, ref["task"]), ref["choice_key"], int(ref["revision"]))
-        raise LineError("a decision is named by its id or by {\"task\", \"choice_key\", \"revision\"}")
+        if not isinstance(ref, dict):
+            raise LineError("a decision is named by its id or by {\"task\", \"choice_key\", \"revision\"}")
+        _check_form("decision", ref)
+        return self._decision_id(project, ref["task"], ref["choice_key"], ref["revision"])
+
+    def _decision_id(self, project: str, task: Any, choice_key: Any, revision: int) -> str:
+        """The id of a revision of a choice in the live task of that name (a
+        task created again after a deletion derives its ids anew)."""
+        if not isinstance(task, str) or not isinstance(choice_key, str):
+            raise LineError("a decision's \"task\" and \"choice_key\" must be text")
+        tid = c.task_id(project, task)
+        rows = self.store.read(project, "MATCH (t:Task {id: $id}) RETURN t.generation AS g", {"id": tid})
+        return c.decision_id(tid, choice_key, revision, int(rows[0]["g"] or 0) if rows else 0)
 
     def _support(self, project: str, s: Any) -> dict[str, Any]:
         if not isinstance(s, dict):
             raise LineError("a support must be an object")
         kind = s.get("kind")
-        if kind == "document" and "key" in s:
-            doc = document_node_id(project, s["key"])
-            if "chunk" in s:
-                return {"kind": "document", "evidence_id": encode_chunk(doc, int(s["version"]), int(s["chunk"]))}
-            return {"kind": "document",
-                    "evidence_id": encode_span(doc, int(s["version"]), int(s["start"]), int(s["end"]))}
-        if kind == "decision" and "choice_key" in s:
-            ref = {"task": s.get("task_name"), "choice_key": s["choice_key"], "revision": s.get("revision")}
-            return {"kind": "decision", "decision_id": self._decision(project, ref)}
+        if kind not in ("document", "event", "decision"):
+            raise LineError(f"a support needs \"kind\": document, event or decision (not {kind!r})")
+        fields = _check_form(f"{kind} support", s)
+        if kind == "document" and "key" in fields:
+            doc = document_node_id(project, c.text(s["key"], "key"))
+            if "chunk" in fields:
+                return {"kind": "document", "evidence_id": encode_chunk(doc, s["version"], s["chunk"])}
+            return {"kind": "document", "evidence_id": encode_span(doc, s["version"], s["start"], s["end"])}
+        if kind == "decision" and "choice_key" in fields:
+            return {"kind": "decision",
+                    "decision_id": self._decision_id(project, s["task_name"], s["choice_key"], s["revision"])}
         return dict(s)
+
+
+def _check_form(what: str, ref: dict[str, Any]) -> tuple[str, ...]:
+    """The form of ``REFERENCE_FORMS[what]`` that ``ref`` has, its whole
+    numbers checked; otherwise a LineError naming the missing and unknown
+    fields (of the closest form) and every form's fields."""
+    forms = REFERENCE_FORMS[what]
+    given = set(ref)
+    for form in forms:
+        if given == set(form):
+            for name in form:
+                value = ref[name]
+                if name in _INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
+                    raise LineError(f"{what}: \"{name}\" must be a whole number, not {value!r}")
+            return form
+    closest = min(forms, key=lambda f: len(set(f) ^ given))
+    missing = [f for f in closest if f not in given]
+    unknown = sorted(given - {f for form in forms for f in form})
+    problems = []
+    if missing:
+        problems.append("misses " + ", ".join(f"\"{f}\"" for f in missing))
+    if unknown:
+        problems.append("has unknown " + ", ".join(f"\"{f}\"" for f in unknown))
+    if not problems:
+        problems.append("mixes the fields of two forms")
+    takes = " or ".join("{" + ", ".join(form) + "}" for form in forms)
+    raise LineError(f"{what} {' and '.join(problems)}: it takes {takes}")
+
+
+def _time(value: Any) -> datetime | None:
+    """A line's ``at``: ISO-8601, UTC when it names no zone."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+    raise LineError(f"\"at\" must be an ISO-8601 time such as 2026-03-01T09:30:00Z, not {value!r}")
 
 
 def import_lines(store: GraphStore, lines: Iterable[str], *, project: str | None = None
@@ -259,7 +331,7 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
     def at(when: Any, rank: int, line: dict[str, Any]) -> None:
         nonlocal n
         n += 1
-        timed.append((when, rank, n, {"op": line.pop("op"), "project": project, **line}))
+        timed.append((when, rank, n, {"op": line.pop("op"), "project": project, **line, "at": c.iso(when)}))
 
     history = ConversationHistory(store, project_id=project, agent_id="export")
     graph = Graph(store, project_id=project, agent_id="export")

@@ -35,6 +35,8 @@ class ActivityEntry(Model):
     target_id: str
     summary: str
     reason: str | None = None
+    #: When an imported change was imported (``at`` is when it happened).
+    imported_at: datetime | None = None
 
 
 class TaskDeletionPreview(Model):
