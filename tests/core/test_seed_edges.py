@@ -17,7 +17,7 @@ from core.knowledge import encode_chunk, encode_span
 from core.models import ReviewReason, ReviewState, StepResultValidity, WriteErrorCode
 from core.stores import GraphStore
 
-from tests.core.test_decisions import ADR, World, dep, world  # noqa: F401  (the shared fixture)
+from tests.core.test_decisions import ADR, World, dep, state, world  # noqa: F401  (the shared fixture)
 
 # -- 1. a retry racing its first call -------------------------------------------
 
@@ -265,3 +265,72 @@ def test_a_new_task_with_a_deleted_tasks_name_starts_empty_and_the_kept_decision
     for d in (kept, again.decision, superseded.decision):
         assert world.traces.get_decision(str(d.id)).found
     _task_counts_are_exact(world, "pick-db")
+
+
+# -- tests that would have caught the issue's mutations ------------------------------------
+
+
+def _counters_exact(world: World, step: str) -> None:
+    """The kept review counters (FalkorDB) equal a direct count of the queue."""
+    counted = world.traces.review_summary()[0]
+    kept = world.traces.review_counts()
+    assert kept == counted, step
+    assert all(v >= 0 for v in kept.values()), step
+
+
+def test_a_queued_dependant_whose_dependency_was_reaffirmed_leaves_the_queue(world: World) -> None:
+    root = world.record("pick-db", "db", "Postgres").decision
+    child = world.record("billing", "team", "DBA team", supports=[dep(root)]).decision
+    world.graph.update("adr", "Preface.\n\n" + ADR)  # the passage moved: root flagged, child queued
+    assert state(world, child)[1] is ReviewState.unknown
+    _counters_exact(world, "queued")
+    assert world.traces.reaffirm_decision(str(root.id)).recorded
+    progress = world.traces.continue_decision_review()
+    assert progress.cleared == [str(child.id)] and progress.flagged == []
+    assert state(world, child)[1:] == (ReviewState.clear, None)
+    assert world.traces.list_decisions_for_review().count == 0
+    assert world.traces.review_counts() == {"needs_review": 0, "unknown": 0, "queued": 0, "conflicts": 0}
+    _counters_exact(world, "cleared")
+    assert world.traces.continue_decision_review().moved == 0
+
+
+def test_the_queued_counter_holds_when_a_queued_decision_is_flagged_by_its_own_document(world: World) -> None:
+    world.graph.add("runbook", "Backups run nightly.")
+    root = world.record("pick-db", "db", "Postgres").decision
+    doc, got = world.cite("runbook", "Backups run nightly")
+    child = world.record("billing", "backup", "Nightly", supports=[dep(root), doc], fetched=[got]).decision
+    world.graph.update("adr", ADR + " Amended.")  # root flagged, child queued
+    _counters_exact(world, "child queued")
+    assert world.traces.review_counts()["queued"] == 1
+    world.graph.update("runbook", "Backups run hourly.")  # the queued child flagged by its own document
+    assert state(world, child)[1:] == (ReviewState.needs_review, ReviewReason.source_changed)
+    _counters_exact(world, "queued child flagged")
+    assert world.traces.review_counts()["queued"] == 1
+    while world.traces.continue_decision_review().more:
+        pass
+    _counters_exact(world, "swept")
+    assert world.traces.review_counts()["queued"] == 0
+    assert state(world, child)[1:] == (ReviewState.needs_review, ReviewReason.source_changed)
+
+
+def test_load_events_keeps_a_payload_of_exactly_the_limit_whole(world: World) -> None:
+    exact, over = "x" * 32_000, "y" * 32_001
+    last = world.history.load_events("billing", [{"kind": "note", "payload": exact}, {"kind": "note", "payload": over}])
+    first, second = world.history.list_events("billing", after_seq=last - 2).events
+    assert (first.payload, first.truncated) == (exact, False)
+    assert (second.payload, second.truncated) == (over[:32_000], True)
+    recorded = world.history.record_event("billing", kind="note", payload=exact).event
+    assert (recorded.payload, recorded.truncated) == (exact, False)
+
+
+def test_search_clamps_its_limit_to_one_to_a_hundred(world: World) -> None:
+    world.traces.load_decisions([
+        {"task_name": "pick-db", "choice_key": f"k{i}", "conclusion": "Postgres everywhere", "rationale": "r",
+         "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}]}
+        for i in range(105)
+    ])
+    assert len(world.traces.search_decisions("Postgres")) == 20  # the default
+    assert len(world.traces.search_decisions("Postgres", limit=1000)) == 100
+    assert len(world.traces.search_decisions("Postgres", limit=100)) == 100
+    assert len(world.traces.search_decisions("Postgres", limit=0)) == 1  # clamped, as every page size
+    assert len(world.traces.search_decisions("Postgres", limit=-5)) == 1
