@@ -1,0 +1,209 @@
+"""Agent-written text is escaped everywhere, structurally: every route of the
+URL configuration is visited (as the steward, who sees every form; plain and
+htmx where a route answers both) over a project whose every agent-written
+field holds hostile markup, and no response holds any of it raw. Each visit
+also names fields the page must show, so a page that stops showing them (and
+so proves nothing) fails too. A route added later fails here until it has a
+visit in ``visits`` and a place in ROUTES."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, get_resolver
+from django.utils.html import escape
+
+from core import _common as c
+from core.decisions import DecisionTraces
+from core.history import ConversationHistory
+from core.knowledge import Graph
+from core.retention import HistoryRetention
+from reviewer.store import get_store, reset_store
+
+from .conftest import make_user
+
+
+def hostile(label: str) -> str:
+    """Markup an agent might write, led by a label naming the field."""
+    return f"{label}<script>alert(1)</script>\"'><img src=x onerror=alert(2)>{{{{ {label} }}}}{{% now 'Y' %}}"
+
+
+#: What must never reach a page raw.
+RAW = ("<script>alert(1)", "<img src=x onerror", "\"'><img")
+
+
+def shown(label: str) -> str:
+    """How a page shows the start of a hostile field: escaped (a page may
+    clip the rest)."""
+    return escape(f"{label}<script>")
+
+
+@dataclass
+class Hostile:
+    project: str
+    task: str
+    goal: str
+    other_task: str
+    doc_key: str
+    first: str  # flagged by its document; a dependant below it
+    superseded: str  # the revision after it carries an explanation
+    event: str  # the event with the hostile body
+
+
+@pytest.fixture
+def evil(db: None) -> Iterator[Hostile]:
+    store = get_store()
+    project = "esc-" + uuid.uuid4().hex[:8]
+    agent = hostile("agent")
+    history = ConversationHistory(store, project_id=project, agent_id=agent)
+    graph = Graph(store, project_id=project, agent_id=hostile("ingester"))
+    traces = DecisionTraces(store, project_id=project, agent_id=agent)
+    retention = HistoryRetention(store, project_id=project, agent_id=hostile("steward"))
+    task, other, doomed = hostile("task"), hostile("othertask"), hostile("doomedtask")
+    history.create_task(task, goal=hostile("goal"))
+    history.create_task(other, goal=hostile("othergoal"))
+    history.create_task(doomed, goal=hostile("doomedgoal"))
+    history.record_event(task, kind="message", role=hostile("role"), payload=hostile("payload"))
+    history.record_event(task, kind="tool_call", name=hostile("toolname"), payload=hostile("secondpayload"))
+    history.record_event(doomed, kind="note", payload="x")
+    key = hostile("dockey")
+    graph.add(key, "Intro. " + hostile("doctext") + " The passage.")
+    text = graph.current_text(key)
+    start = text.index("The passage.")
+    evidence = graph.span_evidence_id(key, start, start + len("The passage."))
+    event_1 = {"kind": "event", "task_name": task, "seq": 1}
+    first = traces.record_decision(
+        task, choice_key=hostile("choice"), conclusion=hostile("conclusion"), rationale=hostile("rationale"),
+        assumptions=[hostile("assumption")], open_questions=[hostile("question")],
+        supports=[{"kind": "document", "evidence_id": evidence}, event_1], fetched=[graph.fetch(evidence)],
+    ).decision
+    dependant = traces.record_decision(
+        other, choice_key=hostile("depchoice"), conclusion=hostile("depconclusion"), rationale="r",
+        supports=[{"kind": "decision", "decision_id": str(first.id)}],
+    ).decision
+    rival = traces.record_decision(  # the same choice in another task, another conclusion: a conflict
+        other, choice_key=hostile("choice"), conclusion=hostile("rivalconclusion"), rationale="r", supports=[event_1],
+    ).decision
+    revised = traces.supersede_decision(
+        str(rival.id), conclusion=hostile("revisedconclusion"), rationale="r", explanation=hostile("explanation"),
+        supports=[event_1],
+    ).decision
+    rejected = traces.record_decision(other, choice_key="gone", conclusion="c", rationale="r", supports=[event_1])
+    traces.reject_decision(str(rejected.decision.id), reason=hostile("rejectreason"))
+    reaffirmed = traces.record_decision(other, choice_key="kept", conclusion="c", rationale="r", supports=[event_1])
+    traces.reaffirm_decision(str(reaffirmed.decision.id), explanation=hostile("reaffirmexplanation"))
+    history.set_step(task, name=hostile("step"), state="completed", result_basis="supported",
+                     result_supports=[event_1, {"kind": "document", "evidence_id": evidence}])
+    graph.update(key, "Preface " + hostile("newtext") + ". Intro. " + hostile("doctext") + " The passage.")
+    traces.continue_decision_review()  # the dependant flagged through its dependency
+    retention.redact_event(c.event_id(c.task_id(project, task), 2), reason=hostile("redactreason"))
+    retention.delete_task(doomed, reason=hostile("deletereason"))
+    assert dependant.id and revised is not None
+    yield Hostile(project, task, hostile("goal"), other, key, str(first.id), str(revised.id),
+                  c.event_id(c.task_id(project, task), 1))
+    get_store().drop_project(project)
+    reset_store()
+
+
+@pytest.fixture
+def steward(evil: Hostile) -> Client:
+    client = Client()
+    client.force_login(make_user("stella", "steward", [evil.project]))
+    return client
+
+
+# A visit: (method, path (after /p/<project>/ unless it starts with /), data,
+# follow redirects, htmx too, the labels the response must show escaped).
+Visit = tuple[str, str, dict[str, Any], bool, bool, tuple[str, ...]]
+
+
+def visits(h: Hostile) -> dict[str, list[Visit]]:
+    decision = f"decisions/{h.first}/"
+    typed = {"explanation": hostile("typedexplanation"), "reason": hostile("typedreason"),
+             "conclusion": hostile("typedconclusion"), "rationale": hostile("typedrationale"),
+             "assumptions": hostile("typedassumption"), "open_questions": hostile("typedquestion"),
+             "add": hostile("typedsupport")}
+    return {
+        "home": [("GET", "/", {}, True, False, ("dockey", "redactreason"))],  # one project: its overview
+        "healthz": [("GET", "/healthz", {}, False, False, ())],
+        "login": [("GET", "/login/", {}, False, False, ()),
+                  ("POST", "/login/", {"username": hostile("typedusername"), "password": "x"}, False, False,
+                   ("typedusername",))],
+        "logout": [("POST", "/logout/", {}, True, False, ())],
+        "overview": [("GET", "", {}, False, False, ("dockey", "redactreason", "deletereason", "doomedtask"))],
+        "queue": [("GET", "review/", {}, False, True, ("conclusion", "depconclusion", "task", "othertask")),
+                  ("GET", "review/", {"task": hostile("filtertask"), "cause": hostile("filtercause")}, False, False,
+                   ())],
+        "sweep": [("POST", "review/sweep", {}, True, True, ())],
+        "decision": [("GET", decision, {}, False, False,
+                      ("conclusion", "rationale", "assumption", "question", "choice", "dockey", "task", "agent",
+                       "depchoice", "othertask")),
+                     ("GET", f"decisions/{h.superseded}/", {}, False, False,
+                      ("explanation", "revisedconclusion", "rivalconclusion", "othertask"))],
+        "reaffirm": [("POST", decision + "reaffirm", {"request_id": "esc-1", **typed}, True, True,
+                      ("conclusion",))],
+        "supersede": [("POST", decision + "supersede", {"request_id": "esc-2", **typed, "explanation": ""},
+                       False, True, ("typedconclusion", "typedrationale", "typedassumption", "typedquestion"))],
+        "reject": [("POST", decision + "reject", {**typed}, False, True, ("conclusion", "typedreason"))],
+        "conflicts": [("GET", "conflicts/", {}, False, False,
+                       ("choice", "conclusion", "revisedconclusion", "task", "othertask"))],
+        "tasks": [("GET", "tasks/", {}, False, False, ("task", "goal", "othertask")),
+                  ("GET", "tasks/", {"q": hostile("query")}, False, False, ())],
+        "task": [("GET", "task/", {"name": h.task}, False, False, ("task", "goal", "step", "conclusion", "choice"))],
+        "delete_task": [("GET", "task/delete", {"name": h.task}, False, False, ("task",)),
+                        ("POST", "task/delete", {"name": h.task, "reason": hostile("typeddeletereason"),
+                                                 "request_id": "esc-3"}, False, False,
+                         ("task", "typeddeletereason"))],
+        "events": [("GET", "events/", {"task": h.task}, False, False, ("payload", "role", "toolname", "agent"))],
+        "redact": [("GET", "events/redact", {"event_id": h.event}, False, False, ("payload", "task")),
+                   ("POST", "events/redact", {"event_id": h.event, "reason": hostile("typedredactreason"),
+                                              "request_id": "esc-4"}, False, False,
+                    ("payload", "typedredactreason"))],
+        "document": [("GET", "document/", {"key": h.doc_key}, False, False,
+                      ("dockey", "doctext", "newtext", "choice", "task"))],
+        "activity": [("GET", "activity/", {}, False, False,
+                      ("rejectreason", "reaffirmexplanation", "explanation", "redactreason", "deletereason",
+                       "doomedtask", "steward"))],
+    }
+
+
+def route_names() -> set[str]:
+    return {p.name for p in get_resolver().url_patterns if isinstance(p, URLPattern) and p.name}
+
+
+#: The routes the sweep visits: every one of the URL configuration.
+ROUTES = sorted([
+    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "decision", "reaffirm", "supersede",
+    "reject", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document", "activity",
+])
+
+
+def test_every_route_is_swept(evil: Hostile) -> None:
+    assert route_names() == set(ROUTES) == set(visits(evil)), "a new route needs a visit in visits() and ROUTES"
+
+
+def _responses(client: Client, h: Hostile, visit: Visit) -> Iterator[tuple[str, Any]]:
+    method, path, data, follow, htmx, _labels = visit
+    url = path if path.startswith("/") else f"/p/{h.project}/{path}"
+    call: Callable[..., Any] = client.get if method == "GET" else client.post
+    yield url, call(url, data, follow=follow)
+    if htmx:
+        yield url + " (htmx)", call(url, data, follow=follow, HTTP_HX_REQUEST="true")
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_every_route_shows_agent_text_only_escaped(evil: Hostile, steward: Client, route: str) -> None:
+    for visit in visits(evil)[route]:
+        client = Client() if route in ("login",) else steward
+        for where, response in _responses(client, evil, visit):
+            assert response.status_code < 500, where
+            body = response.content.decode()
+            for raw in RAW:
+                assert raw not in body, (where, raw)
+            for label in visit[5]:
+                assert shown(label) in body, (where, label)
