@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .stores.base import NodeIndex, Schema, Tx
+from .stores.base import Tx
 
 E = TypeVar("E", bound=Enum)
 R = TypeVar("R", bound=BaseModel)
@@ -160,9 +160,6 @@ def check_request_id(request_id: Any) -> bool:
 def fingerprint(operation: str, arguments: dict[str, Any]) -> str:
     body = json.dumps({"op": operation, "args": arguments}, sort_keys=True, default=str)
     return hashlib.sha256(body.encode()).hexdigest()
-
-
-REQUEST_SCHEMA = Schema((NodeIndex("Request", ("id",), unique=True),))
 
 
 class Replay:

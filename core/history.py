@@ -13,10 +13,15 @@ import json
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from . import _common as c
-from . import _review
+from . import _counters, _decision_rows
+from ._decision_reads import DecisionReads
+from ._decision_rows import decision_fields, read_decisions
+from ._evidence import chunk_id, chunk_range, decode_evidence_id, version_id
+from ._supports import MalformedSupportError, parse_support_inputs
+from ._schema import CORE_SCHEMA, HISTORY_SCHEMA  # noqa: F401  (HISTORY_SCHEMA: public name kept)
 from .models.decision import (
     MAX_SUPPORTS,
     DecisionStatus,
@@ -28,7 +33,6 @@ from .models.decision import (
     EventSupportInput,
     ReviewState,
     Support,
-    SupportInput,
 )
 from .models.task import (
     PAYLOAD_LIMIT,
@@ -53,8 +57,6 @@ from .stores.base import (
     GraphStore,
     GraphStoreConstraintViolationError,
     GraphStoreWriteConflictError,
-    NodeIndex,
-    Schema,
     Tx,
 )
 
@@ -62,27 +64,12 @@ __all__ = ["ConversationHistory", "MalformedSupportError"]
 
 R = TypeVar("R", RecordEventResult, SetStepResult)
 
-HISTORY_SCHEMA = (
-    Schema(
-        (
-            NodeIndex("Task", ("id",), unique=True),
-            NodeIndex("Task", ("project_id",)),
-            NodeIndex("Event", ("id",), unique=True),
-            NodeIndex("Event", ("task_id",)),
-            NodeIndex("Step", ("id",), unique=True),
-            NodeIndex("Step", ("task_id",)),
-        )
-    )
-    + c.REQUEST_SCHEMA
-)
-
 EVENTS_MAX = 200
 STEPS_MAX = 200
 VIEW_STEPS = 50
 VIEW_DECISIONS = 20
 VIEW_CONFLICTS = 10
 
-_SUPPORT_INPUTS: TypeAdapter[list[Any]] = TypeAdapter(list[SupportInput])
 _SUPPORTS: TypeAdapter[list[Support]] = TypeAdapter(list[Support])
 
 _TASK_FIELDS = (
@@ -115,28 +102,6 @@ _STEP_MAP = (
 )
 
 
-class MalformedSupportError(ValueError):
-    """A support input of invalid form (a missing or mistyped field, an
-    unknown kind). The writes refuse it with a code (``support_malformed``
-    for decisions, ``support_invalid`` for step results): never raised to
-    their callers."""
-
-
-def parse_support_inputs(supports: Any, field: str = "supports") -> list[Any]:
-    """Support inputs as models; dicts are accepted. A ``supports`` that is
-    not a list raises ValueError; an item of invalid form raises
-    :class:`MalformedSupportError`."""
-    if supports is None:
-        return []
-    if isinstance(supports, (str, bytes)) or not isinstance(supports, Sequence):
-        raise ValueError(f"{field} must be a list of support inputs")
-    items = [s.model_dump() if hasattr(s, "model_dump") else s for s in supports]
-    try:
-        return _SUPPORT_INPUTS.validate_python(items)
-    except ValidationError as exc:
-        raise MalformedSupportError(f"{field}: {exc.errors()[0]['msg']}") from exc
-
-
 class ConversationHistory:
     """The history of one project, written as one agent (or person)."""
 
@@ -144,7 +109,7 @@ class ConversationHistory:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
-        store.ensure_schema(self.project_id, HISTORY_SCHEMA)
+        store.ensure_schema(self.project_id, CORE_SCHEMA)
         # The last event number this object saw per task: record_event first
         # tries one compare-and-set statement with it (one round trip), and
         # falls back to a full unit of work when another writer got there first.
@@ -204,8 +169,8 @@ class ConversationHistory:
                 id=tid, project_id=self.project_id, name=name, goal=goal, status=TaskStatus.open,
                 event_seq=0, author=self.agent_id, created_at=c.now(),
             )
-            generation = _review.next_generation(tx, tid)  # > 0 after a deletion that kept decisions
-            _review.start_task(tx, self.project_id, tid)
+            generation = _decision_rows.next_generation(tx, tid)  # > 0 after a deletion that kept decisions
+            _counters.start_task(tx, self.project_id, tid)
             tx.write(
                 "CREATE (t:Task {id: $id, project_id: $p, name: $name, goal: $goal, status: $status, "
                 "event_seq: 0, author: $author, created_at: $at}) SET t.generation = $generation",
@@ -277,11 +242,9 @@ class ConversationHistory:
         """Active decisions (newest first), those needing review (the head of
         the task's review queue) and the conflicts that involve the task,
         each bounded as the seed says."""
-        from .decisions import DecisionTraces, decision_fields, read_decisions
-
         tid = c.task_id(self.project_id, task_name)
-        traces = DecisionTraces(self.store, project_id=self.project_id, agent_id=self.agent_id)
-        state = _review.task_state(self.store, self.project_id, tid)
+        traces = DecisionReads(self.store, project_id=self.project_id)
+        state = _counters.task_state(self.store, self.project_id, tid)
         if state is not None:
             count = state["active"]
             active = self._newest_active(tid, state["seq"]) if count else []
@@ -313,8 +276,6 @@ class ConversationHistory:
         widening ranges below ``top``, so not every one is sorted. A range
         that fills the page holds every decision newer than the page's last,
         so the page is exact."""
-        from .decisions import decision_fields, read_decisions
-
         width = 4 * VIEW_DECISIONS
         while True:
             low = max(0, top - width + 1)
@@ -660,8 +621,6 @@ def resolve_step_supports(tx: Tx, project_id: str, inputs: list[Any]) -> list[Su
                 return None
             supports.append(DecisionSupport(decision_id=rows[0]["id"]))
         elif isinstance(item, DocumentSupportInput):
-            from .knowledge import _chunk_range, chunk_id, decode_evidence_id, version_id
-
             try:
                 ref = decode_evidence_id(item.evidence_id)
             except ValueError:
@@ -680,7 +639,7 @@ def resolve_step_supports(tx: Tx, project_id: str, inputs: list[Any]) -> list[Su
             if ref.chunk_index is None:
                 if (ref.char_end or 0) > rows[0]["length"]:
                     return None
-            elif _chunk_range(rows[0]["starts"], rows[0]["length"], ref.chunk_index) is None:
+            elif chunk_range(rows[0]["starts"], rows[0]["length"], ref.chunk_index) is None:
                 return None
             supports.append(
                 DocumentSupport(

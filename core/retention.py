@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import _common as c
-from . import _review
-from .history import HISTORY_SCHEMA
-from .knowledge import KNOWLEDGE_SCHEMA
+from . import _counters, _decision_rows, _review
+from ._schema import CORE_SCHEMA, DECISION_SCHEMA
 from .models.decision import ReviewReason
 from .models.retention import ActivityEntry, RetentionErrorCode, RetentionResult, TaskDeletionPreview
 from .stores.base import GraphStore, Tx
@@ -37,7 +36,7 @@ class HistoryRetention:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
-        store.ensure_schema(self.project_id, HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA)
+        store.ensure_schema(self.project_id, CORE_SCHEMA)
 
     def redact_event(
         self, event_id: str | uuid.UUID, *, reason: str | None = None, request_id: str | None = None
@@ -183,7 +182,7 @@ class HistoryRetention:
                     {"key": row["key"], "p": self.project_id, "id": tid},
                 )
             at = c.iso(c.now())
-            own = _review.Tally(
+            own = _counters.Tally(
                 tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"]
             )
             if plan["flagged"]:
@@ -195,7 +194,7 @@ class HistoryRetention:
                 tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
                 own.settle(tx)
             else:
-                _review.detach_decisions(tx, self.project_id, tid, at)
+                _decision_rows.detach_decisions(tx, self.project_id, tid, at)
             tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
             tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
             tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})
@@ -224,7 +223,7 @@ class ActivityLog:
     def __init__(self, store: GraphStore, *, project_id: str) -> None:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
-        store.ensure_schema(self.project_id, _review.DECISION_SCHEMA)
+        store.ensure_schema(self.project_id, DECISION_SCHEMA)
 
     def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
         """Newest first. ``before``: ``cursor(last entry)`` of the previous

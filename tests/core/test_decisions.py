@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core import _common as c
-from core import _review
+from core import _counters
 from core.decisions import DEFAULT_REAFFIRM_EXPLANATION, DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph, encode_span
@@ -351,7 +351,7 @@ def test_task_view_shows_the_newest_active_decisions_however_many_left(world: Wo
         assert world.traces.reject_decision(str(d.id), reason="retired").recorded
     ids, count = shown()
     assert count == 20 and sorted(ids) == sorted(str(d.id) for d in first)
-    if _review.task_state(world.store, world.project_id, c.task_id(world.project_id, "pick-db")) is not None:
+    if _counters.task_state(world.store, world.project_id, c.task_id(world.project_id, "pick-db")) is not None:
         assert ids == [str(d.id) for d in reversed(first)]  # numbered in the order they were loaded
     replaced = world.traces.supersede_decision(str(first[0].id), conclusion="n", rationale="r", explanation="e",
                                                supports=[event]).decision
@@ -549,9 +549,9 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     world: World, monkeypatch: pytest.MonkeyPatch, sort_limit: int
 ) -> None:
     # with a limit of 0 every page goes through the position index ranges
-    import core.decisions
+    import core._decision_reads
 
-    monkeypatch.setattr(core.decisions, "QUEUE_SORT_LIMIT", sort_limit)
+    monkeypatch.setattr(core._decision_reads, "QUEUE_SORT_LIMIT", sort_limit)
     world.graph.add("a", "alpha text")
     world.graph.add("b", "beta text")
     cite_a, _ = world.cite("a", "alpha")
@@ -664,7 +664,7 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
             active = sorted((r for r in rows if r["status"] == "active"), key=lambda r: r["at"], reverse=True)
             in_queue = sum(1 for r in rows if r["open"])
             assert world.traces.list_decisions_for_review(task).count == in_queue, (step, task)
-            kept_task = _review.task_state(world.store, world.project_id, tid)
+            kept_task = _counters.task_state(world.store, world.project_id, tid)
             if kept_task is not None:  # kept (FalkorDB): equal to the direct count
                 assert (kept_task["active"], kept_task["open"]) == (len(active), in_queue), (step, task)
             found = world.history.get_task(task)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core import _common as c
-from core import _review
+from core import _counters, _review
 from core.knowledge import encode_chunk, encode_span
 from core.models import ReviewReason, ReviewState, StepResultValidity, WriteErrorCode
 from core.stores import GraphStore
@@ -202,7 +202,7 @@ def _task_counts_are_exact(world: World, task: str) -> None:
     """The kept counters (where kept) agree with the decisions themselves."""
     assert world.traces.review_counts() == world.traces.review_summary()[0]
     tid = c.task_id(world.project_id, task)
-    kept = _review.task_state(world.store, world.project_id, tid)
+    kept = _counters.task_state(world.store, world.project_id, tid)
     if kept is not None:
         rows = world.store.read(
             world.project_id,

@@ -1,0 +1,261 @@
+"""The kept counters and numbers of review, for a store whose units run one
+at a time (``GraphStore.serializable_units``), so that no page aggregates
+ten thousand decisions: the review queue's counters on the project's
+``ReviewQueue`` node, each task's on its ``TaskDecisions`` node, and the
+creation numbers (``active_seq``) that order a task's newest decisions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from .stores.base import Tx
+
+
+def queue_node_id(project_id: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://reviewer.invalid/queue/{project_id}"))
+
+
+#: What one decision adds to each kept counter of the review queue.
+COUNTERS = ("open", "needs_review", "unknown", "queued")
+#: ... and to each kept counter of its task (``TaskDecisions``).
+TASK_COUNTERS = ("active", "open")
+_ROW_CONTRIBUTION = (
+    "CASE WHEN d.status = 'active' THEN 1 ELSE 0 END AS active, "
+    "CASE WHEN d.review_open = true THEN 1 ELSE 0 END AS open, "
+    "CASE WHEN d.review_open = true AND d.review_state = 'needs_review' THEN 1 ELSE 0 END AS needs_review, "
+    "CASE WHEN d.review_open = true AND d.review_state = 'unknown' THEN 1 ELSE 0 END AS unknown, "
+    "CASE WHEN d.review_open = true AND d.queued = true THEN 1 ELSE 0 END AS queued"
+)
+
+
+#: The order of a row's counts in :class:`Tally`.
+_ALL = ("active", "open", "needs_review", "unknown", "queued")
+_FLAGGED = (1, 1, 1, 0)  # active, in the queue, needing review, not unknown (queued as before)
+
+
+def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
+    """What one decision row (``status``, ``open``, ``state``, ``queued``)
+    counts for, in the order of :data:`_ALL`."""
+    is_open = bool(row.get("open"))
+    state = row.get("state")
+    return (int(row.get("status") == "active"), int(is_open), int(is_open and state == "needs_review"),
+            int(is_open and state == "unknown"), int(is_open and bool(row.get("queued"))))
+
+
+class Tally:
+    """Kept counters, for a store whose units run one at a time
+    (``GraphStore.serializable_units``), so that no page aggregates ten
+    thousand decisions: the review queue's (in the queue, needing review,
+    reading unknown, queued) on the project's ``ReviewQueue`` node, and each
+    task's (active decisions, decisions in the queue) on its
+    ``TaskDecisions`` node.
+
+    A unit that changes the status or review state of some decisions makes a
+    tally of their ids before its first write (it reads what they count for
+    now and their tasks; ``new``: decisions the unit creates, with their
+    task ids), and settles it after its last change to them: one statement
+    that counts them again, seeing the unit's writes, and moves the counters
+    by the difference (decisions whose outcome is certain, as for
+    :func:`flag`, are not counted again: see :meth:`flagged`). Deleted
+    decisions count for nothing afterwards. A counter that was never
+    counted stays so: the first read counts it (:func:`recount`,
+    :func:`task_state`), and from then on every unit keeps it."""
+
+    def __init__(self, tx: Tx, project_id: str, ids: list[str], *, new: dict[str, str] | None = None,
+                 known: list[dict[str, Any]] | None = None) -> None:
+        self.project_id = project_id
+        # id -> (task id, raw queued flag, what it counts for now); and the
+        # counts of those whose outcome is certain
+        self.rows: dict[str, tuple[str, bool, tuple[int, ...]]] = {}
+        self.after: dict[str, tuple[int, ...]] = {}
+        if not tx.serializable:
+            return
+        if new is not None:
+            self.rows = {i: (tid, False, (0, 0, 0, 0, 0)) for i, tid in new.items()}
+            return
+        wanted = set(ids)
+        for r in known or []:  # what the caller read already
+            if r["id"] in wanted and r.get("task_id") and r.get("status"):
+                self.rows[r["id"]] = (r["task_id"], bool(r.get("queued")), _counts_of(r))
+        rest = sorted(wanted - set(self.rows))
+        if rest:
+            for r in tx.read(
+                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.task_id AS tid, "
+                f"d.queued AS queued_raw, {_ROW_CONTRIBUTION}",
+                {"ids": rest},
+            ):
+                self.rows[r["id"]] = (r["tid"], bool(r["queued_raw"]), tuple(int(r[k]) for k in _ALL))
+
+    def flagged(self, ids: list[str]) -> None:
+        """These decisions are about to be flagged by :func:`flag`'s write:
+        the active ones will count as active, in the queue and needing
+        review (queued as before), so the settle need not count them again."""
+        for i in ids:
+            row = self.rows.get(i)
+            if row is not None and row[2][0]:
+                self.after[i] = (*_FLAGGED, int(row[1]))
+
+    def settle(self, tx: Tx) -> None:
+        if not self.rows:
+            return
+        # each counter moves by (after - before): a certain outcome is taken
+        # off before here, the others are counted again by the statement
+        before = [0] * len(_ALL)
+        tasks: dict[str, tuple[list[int], list[str]]] = {}
+        zero = (0,) * len(_ALL)
+        for i, (tid, _queued, counts) in self.rows.items():
+            task = tasks.get(tid)
+            if task is None:
+                task = tasks[tid] = ([0] * len(_ALL), [])
+            after = self.after.get(i)
+            if after is None:
+                task[1].append(i)
+            for n, (b, a) in enumerate(zip(counts, after or zero)):
+                task[0][n] += b - a
+                before[n] += b - a
+        sums = ", ".join(f"sum({k}) AS {k}" for k in _ALL)
+        tx.write(
+            "UNWIND $groups AS g UNWIND g.ids + [null] AS id OPTIONAL MATCH (d:Decision {id: id}) "
+            f"WITH g.tid AS tid, g.b_active AS b_active, g.b_open AS b_open, {_ROW_CONTRIBUTION} "
+            f"WITH tid, b_active, b_open, {sums} "
+            "OPTIONAL MATCH (k:TaskDecisions {id: tid}) "
+            "SET k.active = toInteger(k.active + active - b_active), k.open = toInteger(k.open + open - b_open) "
+            f"WITH {', '.join(f'sum({k}) AS {k}' for k in COUNTERS)} "
+            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            + "SET " + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS),
+            {"groups": [{"tid": tid, "ids": sorted(ids), "b_active": b[0], "b_open": b[1]}
+                        for tid, (b, ids) in sorted(tasks.items())],
+             "qid": queue_node_id(self.project_id), **{f"b_{k}": before[_ALL.index(k)] for k in COUNTERS}},
+        )
+        self.rows, self.after = {}, {}
+
+
+def kept_counts(store: Any, project_id: str) -> dict[str, int] | None:
+    """The kept counters, or None where they are not kept (or not yet: a
+    queue whose counters were never counted is counted once, in a unit, first)."""
+    if not store.serializable_units:
+        return None
+    fields = ", ".join(f"q.{k} AS {k}" for k in COUNTERS)
+    qid = queue_node_id(project_id)
+    rows = store.read(project_id, f"MATCH (q:ReviewQueue {{id: $id}}) RETURN {fields}", {"id": qid})
+    if rows and all(rows[0][k] is not None for k in COUNTERS):
+        return {k: int(rows[0][k]) for k in COUNTERS}
+    if not rows and not store.read(project_id, "MATCH (d:Decision) WHERE d.review_open = true RETURN 1 AS x LIMIT 1"):
+        return dict.fromkeys(COUNTERS, 0)  # nothing was ever queued (and reading writes nothing)
+    return recount(store, project_id)
+
+
+def recount(store: Any, project_id: str) -> dict[str, int]:
+    """Count the queue from its decisions and keep the counts (a repair, and
+    the first count of a queue)."""
+
+    def work(tx: Tx) -> dict[str, int]:
+        sums = ", ".join(f"sum({k}) AS {k}" for k in COUNTERS)
+        row = tx.read(f"MATCH (d:Decision) WHERE d.review_open = true WITH {_ROW_CONTRIBUTION} RETURN {sums}", {})
+        counts = {k: int(row[0][k] or 0) if row else 0 for k in COUNTERS}
+        tx.write(
+            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
+            + "SET " + ", ".join(f"q.{k} = ${k}" for k in COUNTERS),
+            {"qid": queue_node_id(project_id), "p": project_id, **counts},
+        )
+        return counts
+
+    return store.transact(project_id, work)
+
+
+def open_count(store: Any, project_id: str) -> int | None:
+    """The kept count of the review queue, or None where it is not kept."""
+    counts = kept_counts(store, project_id)
+    return None if counts is None else counts["open"]
+
+
+# -- a task's decisions ------------------------------------------------------
+#
+# On a store with serializable units, each task's ``TaskDecisions`` node
+# (keyed by the task id, so it outlives a deleted task whose decisions were
+# kept) holds the kept counters above and ``seq``, the last of the task's
+# creation numbers: an active decision carries its number as ``active_seq``
+# (cleared when it is superseded or rejected), so the newest active
+# decisions of a task are read from a narrow range of an index instead of
+# sorting all of them.
+
+
+def take_numbers(tx: Tx, tids: list[str]) -> dict[str, int]:
+    """The last creation number of each task whose decisions are counted
+    (where kept), for :func:`number_new`. A read: call it before the unit's
+    first write."""
+    if not tx.serializable or not tids:
+        return {}
+    return {r["id"]: int(r["seq"]) for r in tx.read(
+        "UNWIND $ids AS id MATCH (k:TaskDecisions {id: id}) WHERE k.seq IS NOT NULL RETURN id, k.seq AS seq",
+        {"ids": sorted(set(tids))},
+    )}
+
+
+def number_new(tx: Tx, rows: list[dict[str, Any]], numbers: dict[str, int]) -> None:
+    """Number new decisions (node rows with ``task_id``, not yet written) in
+    order per task, from the tasks' last numbers (:func:`take_numbers`): sets
+    ``active_seq`` on each row and writes the tasks' new last numbers. A task
+    whose decisions were never counted has no number, and its first read
+    counts and numbers them (:func:`task_state`)."""
+    last = dict(numbers)
+    for r in rows:
+        if r["task_id"] in last:
+            last[r["task_id"]] += 1
+            r["active_seq"] = last[r["task_id"]]
+    moved = [{"id": tid, "seq": seq} for tid, seq in sorted(last.items()) if seq != numbers[tid]]
+    if moved:
+        tx.write("UNWIND $rows AS r MATCH (k:TaskDecisions {id: r.id}) SET k.seq = r.seq", {"rows": moved})
+
+
+def start_task(tx: Tx, project_id: str, tid: str) -> None:
+    """Keep a new task's decision counters from its start (where kept): a
+    read then a write, so call it after the unit's other reads. A task id
+    that already has decisions (kept when their task was deleted) is left
+    to be counted on its first read."""
+    if not tx.serializable:
+        return
+    if tx.read("MATCH (k:TaskDecisions {id: $id}) RETURN 1 AS x", {"id": tid}) or tx.read(
+        "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}
+    ):
+        return
+    tx.write("CREATE (:TaskDecisions {id: $id, project_id: $p, seq: 0, active: 0, open: 0})",
+             {"id": tid, "p": project_id})
+
+
+def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
+    """A task's kept ``active`` and ``open`` counts and last ``seq``, or None
+    where they are not kept. A task never counted is counted once, in a
+    unit, first, and its active decisions numbered in creation order."""
+    if not store.serializable_units:
+        return None
+    rows = store.read(project_id, "MATCH (k:TaskDecisions {id: $id}) RETURN k.seq AS seq, k.active AS active, "
+                      "k.open AS open", {"id": tid})
+    if rows and all(rows[0][k] is not None for k in ("seq", *TASK_COUNTERS)):
+        return {k: int(rows[0][k]) for k in ("seq", *TASK_COUNTERS)}
+    if not store.read(project_id, "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}):
+        return {"seq": 0, "active": 0, "open": 0}  # nothing to count (and reading writes nothing)
+
+    def work(tx: Tx) -> dict[str, int]:
+        decisions = tx.read(
+            "MATCH (d:Decision {task_id: $tid}) RETURN d.id AS id, d.status AS status, d.created_at AS at, "
+            "d.active_seq AS seq, d.review_open AS open",
+            {"tid": tid},
+        )
+        active = [d for d in decisions if d["status"] == "active"]
+        top = max((d["seq"] for d in active if d["seq"] is not None), default=0)
+        missing = sorted((d for d in active if d["seq"] is None), key=lambda d: (d["at"] or "", d["id"]))
+        numbered = [{"id": d["id"], "seq": top + i} for i, d in enumerate(missing, 1)]
+        state = {"seq": top + len(numbered), "active": len(active), "open": sum(1 for d in decisions if d["open"])}
+        if numbered:
+            tx.write("UNWIND $rows AS r MATCH (d:Decision {id: r.id}) SET d.active_seq = r.seq", {"rows": numbered})
+        tx.write(
+            "MERGE (k:TaskDecisions {id: $id}) ON CREATE SET k.project_id = $p "
+            "SET k.seq = $seq, k.active = $active, k.open = $open",
+            {"id": tid, "p": project_id, **state},
+        )
+        return state
+
+    return store.transact(project_id, work)

@@ -1,0 +1,399 @@
+"""The reads of decision traces (seed 001, "Pages and lookups"): a task's
+decisions, the review queue, the overview's counts, search, support history,
+conflicts, revisions and dependants. :class:`DecisionReads` is the read half
+of ``DecisionTraces``; ``review_views`` builds the screens' read models on it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from . import _common as c
+from . import _counters, _review
+from ._decision_rows import _DECISION_FIELDS, SUPPORT, _decision, decision_arg, read_decision, read_decisions
+from .models.decision import (
+    ConflictGroup,
+    ConflictList,
+    Decision,
+    DecisionHit,
+    DecisionLookup,
+    DecisionPage,
+    DecisionPageLookup,
+    DecisionReviewList,
+    ReviewReason,
+    ReviewState,
+    Revision,
+    SupportHistoryPage,
+)
+from .stores.base import GraphStore
+
+LIST_MAX = 20
+REVIEW_MAX = 20
+SEARCH_MAX = 100
+HISTORY_MAX = 100
+CONFLICT_GROUPS_MAX = 50
+CONFLICT_DECISIONS_MAX = 50
+#: Up to this many matching decisions, a queue page sorts them all; beyond,
+#: it reads widening ranges of the queue position index.
+QUEUE_SORT_LIMIT = 2000
+QUEUE_HEADS_KEPT = 10_000
+#: The remembered head of each project's review queue, and of each task's
+#: part of it (see ``DecisionReads._queue_page``), per store: a hint that
+#: goes with the store object.
+_QUEUE_HEADS: weakref.WeakKeyDictionary[GraphStore, dict[tuple[str, str | None], int]] = weakref.WeakKeyDictionary()
+
+
+class DecisionReads:
+    """The read methods of ``DecisionTraces`` (one project)."""
+
+    def __init__(self, store: GraphStore, *, project_id: str) -> None:
+        self.store = store
+        self.project_id = c.text(project_id, "project_id", allow_empty=False)
+
+    def _scope(self, var: str) -> str:
+        """The project filter a query needs on a store that keeps every
+        project in one graph (nothing on FalkorDB: a graph per project)."""
+        return "" if self.store.graph_per_project else f" AND {var}.project_id = $p"
+
+    def get_decision(self, decision_id: str) -> DecisionLookup:
+        did = decision_arg(decision_id)
+        if did is None:
+            return DecisionLookup(found=False)
+        row = read_decision(self.store, self.project_id, did)
+        return DecisionLookup(found=True, decision=_decision(row)) if row else DecisionLookup(found=False)
+
+    def list_decisions(
+        self, task_name: str, *, include_history: bool = True, limit: int = LIST_MAX, offset: int = 0
+    ) -> DecisionPageLookup:
+        """The decisions of a task, newest first (active only without history)."""
+        task_name = c.text(task_name, "task_name")
+        if not isinstance(include_history, bool):
+            raise ValueError("include_history must be a boolean")
+        limit = c.clamp(limit, LIST_MAX, LIST_MAX)
+        offset = max(0, c.integer(offset, "offset"))
+        tid = c.task_id(self.project_id, task_name)
+        known = self.store.read(
+            self.project_id,
+            "OPTIONAL MATCH (t:Task {id: $tid}) OPTIONAL MATCH (d:Decision {task_id: $tid}) "
+            "WHERE d.project_id = $p AND ($all OR d.status = 'active') "
+            "RETURN t.id AS task, count(d) AS n",
+            {"tid": tid, "p": self.project_id, "all": include_history},
+        )[0]
+        if known["task"] is None and known["n"] == 0:
+            return DecisionPageLookup(found=False)
+        decisions = read_decisions(
+            self.store, self.project_id,
+            "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND ($all OR d.status = 'active') "
+            f"WITH d ORDER BY d.created_at DESC, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
+            {"tid": tid, "p": self.project_id, "all": include_history, "skip": offset, "n": limit},
+        )
+        return DecisionPageLookup(
+            found=True,
+            page=DecisionPage(decisions=decisions, count=known["n"], truncated=offset + len(decisions) < known["n"]),
+        )
+
+    def list_decisions_for_review(
+        self,
+        task_name: str | None = None,
+        *,
+        limit: int = REVIEW_MAX,
+        offset: int = 0,
+        reason: ReviewReason | str | None = None,
+        state: ReviewState | str | None = None,
+        root_cause: str | None = None,
+    ) -> DecisionReviewList:
+        """Active decisions that need review (or read unknown), oldest flag
+        first. Beyond the seed: ``offset`` pages on, ``reason``, ``state`` and
+        ``root_cause`` filter."""
+        task_name = c.optional_text(task_name, "task_name")
+        limit = c.clamp(limit, REVIEW_MAX, REVIEW_MAX)
+        offset = max(0, c.integer(offset, "offset"))
+        reason_value = c.enum_value(ReviewReason, reason, "reason").value if reason is not None else None
+        state_value = c.enum_value(ReviewState, state, "state").value if state is not None else None
+        root_cause = c.optional_text(root_cause, "root_cause")
+        where = ["d.review_open = true"] + ([] if self.store.graph_per_project else ["d.project_id = $p"])
+        params: dict[str, Any] = {"p": self.project_id, "skip": offset, "n": limit}
+        if task_name is not None:
+            where.append("d.task_id = $tid")
+            params["tid"] = c.task_id(self.project_id, task_name)
+        if reason_value is not None:
+            where.append("d.review_reason = $reason")
+            params["reason"] = reason_value
+        if state_value is not None:
+            where.append("d.review_state = $state")
+            params["state"] = state_value
+        if root_cause is not None:
+            where.append("d.root_cause = $cause")
+            params["cause"] = root_cause
+        match = f"MATCH (d:Decision) WHERE {' AND '.join(where)}"
+        base = 1 if self.store.graph_per_project else 2
+        whole_queue = len(where) == base
+        task_only = task_name is not None and len(where) == base + 1
+        kept: int | None = None
+        if whole_queue:
+            kept = _counters.open_count(self.store, self.project_id)
+        elif task_only:
+            state = _counters.task_state(self.store, self.project_id, params["tid"])
+            kept = None if state is None else state["open"]
+        count = kept if kept is not None else self.store.read(
+            self.project_id, f"{match} RETURN count(d) AS n", params
+        )[0]["n"]
+        if not count or offset >= count:
+            return DecisionReviewList(count=count)
+        scope = "" if whole_queue else params["tid"] if task_only else None
+        decisions = self._queue_page(where[1:], params, count, scope=scope)
+        return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
+
+    def _queue_page(
+        self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None
+    ) -> list[Decision]:
+        """One page of the queue in ``queue_pos`` order.
+
+        Sorting every flagged decision costs time in proportion to the queue,
+        so a long queue is read through widening ranges of the position index
+        from its head; a range that yields a full page holds every decision
+        before the page's end, so the page is exact. The head (the lowest
+        position still queued) is remembered per project, and per task for
+        a queue of one task (``scope``: "" for the whole queue, a task id, or
+        None for other filters, which start from the whole queue's head), and
+        checked with a count of the empty range below it: positions only
+        grow, and a decision leaving the queue only moves the head up."""
+        order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}"
+        filters = "".join(f" AND {w}" for w in where)
+        if count > QUEUE_SORT_LIMIT:
+            heads = _QUEUE_HEADS.setdefault(self.store, {})
+            key = (self.project_id, scope)
+            head = heads.get(key)
+            below = filters if scope else ""
+            if head is None and scope is None:
+                head, below = heads.get((self.project_id, "")), ""
+            if head is not None and self.store.read(
+                self.project_id, f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                {**params, "head": head},
+            )[0]["n"]:
+                head = None  # something entered below it (a clock set back): find it again
+            if head is None:
+                head = self.store.read(
+                    self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} "
+                    "RETURN min(d.queue_pos) AS lo", params,
+                )[0]["lo"]
+            end = _review.Positions().base + (60_000 << 20)  # a minute from now: past every position
+            width = 1024
+            while head is not None and head < end:
+                rows = self.store.read(
+                    self.project_id,
+                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
+                    f"{order}, d.queue_pos AS pos",
+                    {**params, "lo": head, "top": head + width},
+                )
+                if rows and scope is not None and params["skip"] == 0:
+                    if len(heads) >= QUEUE_HEADS_KEPT:
+                        heads.clear()  # a hint: forgetting costs one scan each
+                    heads[key] = rows[0]["pos"]  # the head of this queue
+                if len(rows) == params["n"] or head + width >= end:
+                    return [_decision(r) for r in rows]
+                width *= 64
+        return read_decisions(
+            self.store, self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params,
+        )
+
+    def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
+        """For an overview: the counts of ``review_counts`` and the root
+        causes of ``review_root_causes``, the causes in one pass over the
+        review queue."""
+        causes = c.clamp(causes, 50, 200, "causes")
+        rows = self.store.read(
+            self.project_id,
+            f"MATCH (d:Decision) WHERE d.review_open = true{self._scope('d')} "
+            "RETURN d.review_state AS state, d.queued AS queued, coalesce(d.root_cause, '') AS cause, count(d) AS n",
+            {"p": self.project_id},
+        )
+        counts = {"needs_review": 0, "unknown": 0, "queued": 0}
+        by_cause: dict[str, int] = {}
+        for r in rows:
+            if r["state"] in counts:
+                counts[r["state"]] += r["n"]
+            if r["queued"]:
+                counts["queued"] += r["n"]
+            by_cause[r["cause"]] = by_cause.get(r["cause"], 0) + r["n"]
+        ranked = sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))[:causes]
+        return {**counts, "conflicts": self._conflict_count()}, ranked
+
+    def review_counts(self) -> dict[str, int]:
+        """For an overview: decisions needing review, reading unknown, still
+        queued for review (review incomplete), and choice keys in conflict.
+        Where the store keeps the queue's counters (FalkorDB) they are read,
+        not counted."""
+        kept = _counters.kept_counts(self.store, self.project_id)
+        if kept is None:
+            return self.review_summary(causes=1)[0]
+        return {"needs_review": kept["needs_review"], "unknown": kept["unknown"], "queued": kept["queued"],
+                "conflicts": self._conflict_count()}
+
+    def _conflict_count(self) -> int:
+        return self.store.read(
+            self.project_id,
+            f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} RETURN count(ch) AS n",
+            {"p": self.project_id},
+        )[0]["n"]
+
+    def review_root_causes(self, *, limit: int = 50) -> list[tuple[str, int]]:
+        """What flagged the decisions in the review queue, with how many each
+        (most first): the roots a reviewer settles first."""
+        return self.review_summary(causes=limit)[1]
+
+    def search_decisions(self, query: str, *, task_name: str | None = None, limit: int = 20) -> list[DecisionHit]:
+        """Full-text search over conclusions and rationales of active
+        decisions, flagged or not (each carries its review state)."""
+        query = c.text(query, "query")
+        task_name = c.optional_text(task_name, "task_name")
+        limit = c.clamp(limit, 20, SEARCH_MAX)
+        words = [w.lower() for w in re.findall(r"\w+", query)][:16]
+        if not words:
+            return []
+        params: dict[str, Any] = {"q": self.store.fulltext_expression(words), "p": self.project_id, "n": limit}
+        task_filter = ""
+        if task_name is not None:
+            task_filter = " AND d.task_id = $tid"
+            params["tid"] = c.task_id(self.project_id, task_name)
+        rows = self.store.read(
+            self.project_id,
+            f"{self.store.fulltext_query('Decision', 'd')} "
+            f"WITH d, score WHERE d.project_id = $p AND d.status = 'active'{task_filter} "
+            "WITH d, score ORDER BY score DESC, d.id LIMIT $n "
+            f"OPTIONAL MATCH (t:Task {{id: d.task_id}}) RETURN {_DECISION_FIELDS}, t.goal AS goal",
+            params,
+        )
+        return [
+            DecisionHit(decision=_decision(r), task_goal=r["goal"] or "")
+            for r in rows
+        ]
+
+    def list_support_history(
+        self, decision_id: str, *, after_ordinal: int = -1, limit: int = 20
+    ) -> SupportHistoryPage:
+        """Every support the decision has had, current or replaced at a review,
+        in the order they were recorded."""
+        did = decision_arg(decision_id)
+        after_ordinal = c.integer(after_ordinal, "after_ordinal")
+        limit = c.clamp(limit, 20, HISTORY_MAX)
+        if did is None:
+            return SupportHistoryPage()
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (r:SupportRecord {decision_id: $id}) WHERE r.project_id = $p AND r.ordinal > $after "
+            "RETURN r.ordinal AS ordinal, r.data AS data, r.current AS current, r.reviewed_by AS reviewed_by, "
+            "r.reviewed_at AS reviewed_at, r.review_explanation AS review_explanation "
+            "ORDER BY r.ordinal LIMIT $n",
+            {"id": did, "p": self.project_id, "after": after_ordinal, "n": limit + 1},
+        )
+        supports = []
+        for r in rows[:limit]:
+            data = json.loads(r["data"])
+            data["current"] = r["current"]
+            if r["reviewed_by"] is not None:
+                data.update(reviewed_by=r["reviewed_by"], reviewed_at=r["reviewed_at"],
+                            review_explanation=r["review_explanation"])
+            supports.append(SUPPORT.validate_python(data))
+        truncated = len(rows) > limit
+        return SupportHistoryPage(
+            supports=supports, truncated=truncated, next_after_ordinal=rows[limit - 1]["ordinal"] if truncated else None
+        )
+
+    def list_conflicts(
+        self, *, task_name: str | None = None, max_groups: int = CONFLICT_GROUPS_MAX, after_key: str | None = None
+    ) -> ConflictList:
+        """Choice keys whose active decisions in different tasks reach
+        different conclusions: at most 50 groups of at most 50 decisions.
+        Beyond the seed: ``after_key`` pages on through the groups."""
+        task_name = c.optional_text(task_name, "task_name")
+        after_key = c.optional_text(after_key, "after_key")
+        max_groups = c.clamp(max_groups, CONFLICT_GROUPS_MAX, CONFLICT_GROUPS_MAX, "max_groups")
+        if task_name is None:
+            keys = self.store.read(
+                self.project_id,
+                "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p "
+                "AND ($after IS NULL OR ch.key > $after) "
+                "WITH ch ORDER BY ch.key LIMIT $n RETURN ch.key AS key",
+                {"p": self.project_id, "n": max_groups + 1, "after": after_key},
+            )
+        else:
+            # From the conflicted choices (few, flagged and indexed), each
+            # checked for an active decision of the task by its unique
+            # active key: no scan of the task's decisions, however many.
+            keys = self.store.read(
+                self.project_id,
+                f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} WITH ch ORDER BY ch.key "
+                "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
+                {"tid": c.task_id(self.project_id, task_name), "sep": "\x1f", "p": self.project_id,
+                 "n": max_groups + 1},
+            )
+        shown = [k["key"] for k in keys[:max_groups]]
+        if not shown:
+            return ConflictList()
+        rows = self.store.read(
+            self.project_id,
+            "UNWIND $keys AS key MATCH (d:Decision {choice_key: key}) WHERE d.project_id = $p AND d.status = 'active' "
+            f"WITH key, d ORDER BY key, d.task_name, d.id RETURN key AS group_key, {_DECISION_FIELDS}",
+            {"keys": shown, "p": self.project_id},
+        )
+        grouped: dict[str, list[Decision]] = {k: [] for k in shown}
+        for r in rows:
+            grouped[r.pop("group_key")].append(_decision(r))
+        groups = [
+            ConflictGroup(
+                choice_key=k, decisions=grouped[k][:CONFLICT_DECISIONS_MAX],
+                truncated=len(grouped[k]) > CONFLICT_DECISIONS_MAX,
+            )
+            for k in shown
+        ]
+        return ConflictList(groups=groups, truncated=len(keys) > max_groups)
+
+    def list_revisions(self, decision_id: str) -> list[Revision]:
+        """Every revision of the decision's choice in its task, first to
+        last, each with the explanation that superseded the one before."""
+        did = decision_arg(decision_id)
+        if did is None:
+            return []
+        row = read_decision(self.store, self.project_id, did)
+        if row is None:
+            return []
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Decision {task_id: $tid}) WHERE d.choice_key = $key AND d.project_id = $p "
+            f"RETURN {_DECISION_FIELDS}, d.explanation AS explanation ORDER BY d.revision",
+            {"tid": row["task_id"], "key": row["choice_key"], "p": self.project_id},
+        )
+        return [
+            Revision(decision=_decision(r), explanation=r["explanation"])
+            for r in rows
+        ]
+
+    def list_dependants(self, decision_id: str, *, limit: int = 50) -> list[Decision]:
+        """Decisions whose current supports cite this one."""
+        did = decision_arg(decision_id)
+        limit = c.clamp(limit, 50, 200)
+        if did is None:
+            return []
+        return read_decisions(
+            self.store, self.project_id,
+            "MATCH (x:Decision {id: $id}) WITH x MATCH (x)<-[:DEPENDS_ON]-(d:Decision) WHERE d.project_id = $p "
+            f"WITH d ORDER BY d.created_at DESC LIMIT $n RETURN {_DECISION_FIELDS}",
+            {"id": did, "p": self.project_id, "n": limit},
+        )
+
+    def get_decisions(self, ids: Sequence[str]) -> dict[str, Decision]:
+        """Several decisions by id (unknown ids are left out)."""
+        wanted = [i.lower() for i in ids if isinstance(i, str) and c.is_uuid(i)]
+        if not wanted:
+            return {}
+        found = read_decisions(
+            self.store, self.project_id,
+            f"UNWIND $ids AS id MATCH (d:Decision {{id: id}}) WHERE d.project_id = $p RETURN {_DECISION_FIELDS}",
+            {"ids": wanted, "p": self.project_id},
+        )
+        return {str(d.id): d for d in found}

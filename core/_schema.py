@@ -1,0 +1,62 @@
+"""Every schema declaration of the core in one place: the indexes and
+constraints each store ensures (once per store and project) before a service
+reads or writes. Services ensure :data:`CORE_SCHEMA`, so any of them can open
+a project first.
+"""
+
+from __future__ import annotations
+
+from .stores.base import FullTextIndex, NodeIndex, Schema
+
+#: Request records (seed 000, "Request ids"): one per request id and project.
+REQUEST_SCHEMA = Schema((NodeIndex("Request", ("id",), unique=True),))
+
+HISTORY_SCHEMA = (
+    Schema(
+        (
+            NodeIndex("Task", ("id",), unique=True),
+            NodeIndex("Task", ("project_id",)),
+            NodeIndex("Event", ("id",), unique=True),
+            NodeIndex("Event", ("task_id",)),
+            NodeIndex("Step", ("id",), unique=True),
+            NodeIndex("Step", ("task_id",)),
+        )
+    )
+    + REQUEST_SCHEMA
+)
+
+KNOWLEDGE_SCHEMA = Schema(
+    (
+        NodeIndex("Document", ("id",), unique=True),
+        NodeIndex("Document", ("project_id",)),
+        NodeIndex("DocVersion", ("id",), unique=True),
+        NodeIndex("DocVersion", ("document_id",)),
+    )
+)
+
+DECISION_SCHEMA = Schema(
+    (
+        NodeIndex("Decision", ("id",), unique=True),
+        NodeIndex("Decision", ("active_key",), unique=True),
+        NodeIndex("Decision", ("project_id",)),
+        NodeIndex("Decision", ("task_id",)),
+        NodeIndex("Decision", ("choice_key",)),
+        NodeIndex("Decision", ("review_open",)),
+        NodeIndex("Decision", ("queue_pos",)),
+        NodeIndex("Decision", ("queued",)),
+        NodeIndex("Choice", ("id",), unique=True),
+        NodeIndex("Choice", ("conflict",)),
+        NodeIndex("SupportRecord", ("id",), unique=True),
+        NodeIndex("SupportRecord", ("decision_id",)),
+        NodeIndex("Decision", ("task_id", "active_seq")),
+        NodeIndex("Decision", ("task_id", "queue_pos")),
+        NodeIndex("ReviewQueue", ("id",), unique=True),
+        NodeIndex("TaskDecisions", ("id",), unique=True),
+        NodeIndex("Activity", ("id",), unique=True),
+        NodeIndex("Activity", ("project_id",)),
+    ),
+    (FullTextIndex("Decision", ("conclusion", "rationale")),),
+)
+
+#: What every service of the core needs.
+CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA

@@ -1,0 +1,380 @@
+"""Supports: how a decision's support inputs are checked and stored, and how
+a stored support is confirmed against the current text (seed 000, "Decisions"
+and "Review after a source change"; seed 001, "Supports", "Support inputs").
+
+One builder of a stored document support (:func:`document_support`) and one
+re-anchoring rule (:func:`find_nearest`) serve recording, bulk loading,
+reaffirming and every page that shows where a cited passage is now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from . import _common as c
+from ._evidence import chunk_id, chunk_range, decode_evidence_id, encode_span, version_id
+from .models.decision import (
+    DecisionStatus,
+    DecisionSupport,
+    DecisionSupportInput,
+    DocumentSupport,
+    DocumentSupportInput,
+    EventSupport,
+    EventSupportInput,
+    EvidenceKind,
+    ReviewState,
+    Support,
+    SupportInput,
+)
+from .models.knowledge import EvidenceRef, FetchResult, FetchStatus, MalformedEvidenceIdError
+from .models.write_result import WriteErrorCode
+from .stores.base import Tx
+
+_FETCHED: TypeAdapter[list[FetchResult]] = TypeAdapter(list[FetchResult])
+_SUPPORT_INPUTS: TypeAdapter[list[Any]] = TypeAdapter(list[SupportInput])
+
+
+class Refused(Exception):
+    """A support input the write must refuse with the seed's ``code``."""
+
+    def __init__(self, code: WriteErrorCode) -> None:
+        super().__init__(code.value)
+        self.code = code
+
+
+class Resolved:
+    """Supports checked inside a unit: what to store and what to link."""
+
+    def __init__(self) -> None:
+        self.supports: list[Support] = []
+        self.docs: list[dict[str, Any]] = []
+        self.events: list[str] = []
+        self.deps: list[str] = []
+        self.changed_during_recording = False
+        self.dependency_flagged = False
+
+    def add_document(self, support: DocumentSupport) -> None:
+        self.supports.append(support)
+        self.docs.append({"doc": str(support.document_node_id), "seq": support.recorded_activation_seq})
+
+    def add_event(self, event_id: str, task_name: str, seq: int) -> None:
+        self.supports.append(EventSupport(event_id=event_id, task_name=task_name, seq=seq))
+        self.events.append(event_id)
+
+    def add_decision(self, decision_id: str, *, clear: bool) -> None:
+        self.supports.append(DecisionSupport(decision_id=decision_id))
+        self.deps.append(decision_id)
+        self.dependency_flagged |= not clear
+
+
+class MalformedSupportError(ValueError):
+    """A support input of invalid form (a missing or mistyped field, an
+    unknown kind). The writes refuse it with a code (``support_malformed``
+    for decisions, ``support_invalid`` for step results): never raised to
+    their callers."""
+
+
+def parse_support_inputs(supports: Any, field: str = "supports") -> list[Any]:
+    """Support inputs as models; dicts are accepted. A ``supports`` that is
+    not a list raises ValueError; an item of invalid form raises
+    :class:`MalformedSupportError`."""
+    if supports is None:
+        return []
+    if isinstance(supports, (str, bytes)) or not isinstance(supports, Sequence):
+        raise ValueError(f"{field} must be a list of support inputs")
+    items = [s.model_dump() if hasattr(s, "model_dump") else s for s in supports]
+    try:
+        return _SUPPORT_INPUTS.validate_python(items)
+    except ValidationError as exc:
+        raise MalformedSupportError(f"{field}: {exc.errors()[0]['msg']}") from exc
+
+
+def parse_fetched(fetched: Any) -> list[FetchResult]:
+    """The ``fetched=[...]`` argument of a decision write, validated."""
+    if fetched is None:
+        return []
+    if isinstance(fetched, (str, bytes)) or not isinstance(fetched, Sequence):
+        raise ValueError("fetched must be a list of fetch results")
+    items = [f.model_dump() if hasattr(f, "model_dump") else f for f in fetched]
+    try:
+        return _FETCHED.validate_python(items)
+    except ValidationError as exc:
+        raise ValueError(f"fetched: {exc.errors()[0]['msg']}") from exc
+
+
+def document_support(evidence_id: str, ref: EvidenceRef, *, key: str, content_hash: str, **review: Any) -> DocumentSupport:
+    """The stored form of a document support citing ``ref`` of the version
+    whose key and content hash are given."""
+    doc_id = str(ref.document_node_id)
+    return DocumentSupport(
+        evidence_id=evidence_id, document_key=key, document_node_id=doc_id,
+        content_hash_prefix=content_hash[:16], content_hash=content_hash,
+        reference_kind=ref.kind, char_start=ref.char_start, char_end=ref.char_end,
+        chunk_id=chunk_id(doc_id, ref.activation_seq, ref.chunk_index) if ref.kind is EvidenceKind.chunk else None,
+        recorded_activation_seq=ref.activation_seq, **review,
+    )
+
+
+def decode_or_refuse(evidence_id: str) -> EvidenceRef:
+    try:
+        return decode_evidence_id(evidence_id)
+    except MalformedEvidenceIdError:
+        raise Refused(WriteErrorCode.support_malformed) from None
+
+
+def resolve(tx: Tx, project_id: str, inputs: list[Any], fetched: list[FetchResult]) -> Resolved:
+    """Check every support input inside a unit; raises :class:`Refused` with
+    the seed's code for the first one that cannot be cited."""
+    ok_fetches: dict[str, FetchResult] = {}
+    for outcome in fetched:
+        if outcome.status is FetchStatus.ok:
+            ok_fetches.setdefault(outcome.evidence_id, outcome)
+    out = Resolved()
+    for item in inputs:
+        if isinstance(item, DocumentSupportInput):
+            _resolve_document(tx, project_id, item, ok_fetches, out)
+        elif isinstance(item, EventSupportInput):
+            eid = c.event_id(c.task_id(project_id, item.task_name), item.seq)
+            if not tx.read(
+                "MATCH (e:Event {id: $id}) WHERE e.project_id = $p AND e.redacted_at IS NULL RETURN e.id AS id",
+                {"id": eid, "p": project_id},
+            ):
+                raise Refused(WriteErrorCode.support_event_not_found)
+            out.add_event(eid, item.task_name, item.seq)
+        elif isinstance(item, DecisionSupportInput):
+            if not c.is_uuid(item.decision_id):
+                raise Refused(WriteErrorCode.support_malformed)
+            did = item.decision_id.lower()
+            rows = tx.read(
+                "MATCH (d:Decision {id: $id}) WHERE d.project_id = $p "
+                "RETURN d.status AS status, d.review_state AS review_state",
+                {"id": did, "p": project_id},
+            )
+            if not rows:
+                raise Refused(WriteErrorCode.support_decision_not_found)
+            if rows[0]["status"] != DecisionStatus.active.value:
+                raise Refused(WriteErrorCode.support_decision_not_active)
+            out.add_decision(did, clear=rows[0]["review_state"] == ReviewState.clear.value)
+    return out
+
+
+def _resolve_document(
+    tx: Tx, project_id: str, item: DocumentSupportInput, ok_fetches: dict[str, FetchResult], out: Resolved
+) -> None:
+    ref = decode_or_refuse(item.evidence_id)
+    outcome = ok_fetches.get(item.evidence_id)
+    if outcome is None:
+        raise Refused(WriteErrorCode.support_not_fetched)
+    doc_id = str(ref.document_node_id)
+    tx.lock("Document", doc_id)
+    rows = tx.read(
+        "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p "
+        "MATCH (d:Document {id: v.document_id}) WHERE d.deleted_at IS NULL "
+        "RETURN v.key AS key, v.content_hash AS hash, v.length AS length, v.chunk_starts AS starts, "
+        "d.activation_seq AS current_seq",
+        {"vid": version_id(doc_id, ref.activation_seq), "p": project_id},
+    )
+    if not rows:
+        raise Refused(WriteErrorCode.support_document_not_found)
+    row = rows[0]
+    if ref.kind is EvidenceKind.span:
+        if (ref.char_end or 0) > row["length"]:
+            raise Refused(WriteErrorCode.support_not_fetched)
+    elif chunk_range(row["starts"], row["length"], ref.chunk_index or 0) is None:
+        raise Refused(WriteErrorCode.support_not_fetched)
+    if row["current_seq"] != ref.activation_seq or outcome.content_hash != row["hash"]:
+        out.changed_during_recording = True
+    out.add_document(document_support(item.evidence_id, ref, key=row["key"], content_hash=row["hash"]))
+
+
+def revalidate(
+    tx: Tx, supports: list[Support], *, reviewer: str, explanation: str, at: str
+) -> tuple[list[Support], list[dict[str, Any]]] | None:
+    """The current supports that confirm ``supports`` now, with the review
+    fields of this reaffirmation, and the document links they need; None
+    when one cannot be confirmed (seed: ``cannot_revalidate``)."""
+    review = {"reviewed_by": reviewer, "reviewed_at": datetime.fromisoformat(at), "review_explanation": explanation}
+    renewed: list[Support] = []
+    links: list[dict[str, Any]] = []
+    for s in supports:
+        if isinstance(s, DocumentSupport):
+            confirmed = _revalidate_document(tx, s, review)
+            if confirmed is None:
+                return None
+            renewed.append(confirmed)
+            links.append({"doc": str(s.document_node_id), "seq": confirmed.recorded_activation_seq})
+        elif isinstance(s, EventSupport):
+            if not tx.read(
+                "MATCH (e:Event {id: $id}) WHERE e.redacted_at IS NULL RETURN e.id AS id", {"id": str(s.event_id)}
+            ):
+                return None
+            renewed.append(s.model_copy(update={"current": True, **review}))
+        else:
+            rows = tx.read(
+                "MATCH (d:Decision {id: $id}) RETURN d.status AS status, d.review_state AS state, d.queued AS queued",
+                {"id": str(s.decision_id)},
+            )
+            if (
+                not rows
+                or rows[0]["status"] != DecisionStatus.active.value
+                or rows[0]["state"] != ReviewState.clear.value
+                or rows[0]["queued"]
+            ):
+                return None
+            renewed.append(s.model_copy(update={"current": True, **review}))
+    return renewed, links
+
+
+def _revalidate_document(tx: Tx, s: DocumentSupport, review: dict[str, Any]) -> DocumentSupport | None:
+    """The support confirmed against its document's current version: itself
+    when that is the version it cites, else a span of the current version
+    where the cited passage stands now (nearest its old place)."""
+    doc_id = str(s.document_node_id)
+    tx.lock("Document", doc_id)
+    rows = tx.read(
+        "MATCH (d:Document {id: $id}) WHERE d.deleted_at IS NULL RETURN d.activation_seq AS seq", {"id": doc_id}
+    )
+    if not rows:
+        return None
+    seq = rows[0]["seq"]
+    recorded_seq = s.recorded_activation_seq or seq
+    versions = {
+        r["seq"]: r
+        for r in tx.read(
+            "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) "
+            "RETURN v.activation_seq AS seq, v.text AS text, v.content_hash AS hash, v.chunk_starts AS starts",
+            {"ids": sorted({version_id(doc_id, seq), version_id(doc_id, recorded_seq)})},
+        )
+    }
+    recorded, now_version = versions.get(recorded_seq), versions.get(seq)
+    if recorded is None or now_version is None:
+        return None
+    bounds = cited_bounds(s, recorded["starts"], len(recorded["text"]))
+    if bounds is None:
+        return None
+    start, end = bounds
+    passage = recorded["text"][start:end]
+    found = find_nearest(now_version["text"], passage, start)
+    if found is None:
+        return None
+    if seq == s.recorded_activation_seq:
+        return s.model_copy(update={"current": True, **review})
+    evidence = encode_span(doc_id, seq, found, found + len(passage))
+    return document_support(
+        evidence, decode_evidence_id(evidence), key=s.document_key, content_hash=now_version["hash"], **review
+    )
+
+
+def cited_bounds(s: DocumentSupport, chunk_starts: list[int], length: int) -> tuple[int, int] | None:
+    """The character range a stored document support cites in its recorded
+    version (a span's offsets, or its chunk's range)."""
+    if s.reference_kind is EvidenceKind.span:
+        return s.char_start or 0, s.char_end or 0
+    return chunk_range(chunk_starts, length, chunk_index(s))
+
+
+def chunk_index(support: DocumentSupport) -> int:
+    """The chunk index a chunk support names (-1 when it names none)."""
+    try:
+        ref = decode_evidence_id(support.evidence_id)
+    except MalformedEvidenceIdError:
+        return -1
+    return ref.chunk_index if ref.chunk_index is not None else -1
+
+
+def find_nearest(text: str, passage: str, near: int) -> int | None:
+    """The offset of ``passage`` in ``text`` closest to ``near``: the one
+    rule for where a cited passage stands in a newer version."""
+    best: int | None = None
+    start = text.find(passage)
+    while start != -1:
+        if best is None or abs(start - near) < abs(best - near):
+            best = start
+        start = text.find(passage, start + 1)
+    return best
+
+
+class BatchSupports:
+    """What a bulk load's supports cite, read in a few queries for the whole
+    batch; :meth:`resolve` then checks one item's supports against it."""
+
+    def __init__(self) -> None:
+        self.project_id = ""
+        self.generations: dict[str, int] = {}
+        self.events: set[str] = set()
+        self.deps: dict[str, dict[str, Any]] = {}
+        self.refs: dict[str, Any] = {}
+        self.versions: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def read(cls, tx: Tx, project_id: str, planned: list[dict[str, Any]]) -> BatchSupports:
+        out = cls()
+        out.project_id = project_id
+        tids = sorted({c.task_id(project_id, p["task_name"]) for p in planned})
+        out.generations = {r["id"]: r["g"] or 0 for r in tx.read(
+            "UNWIND $ids AS id MATCH (t:Task {id: id}) RETURN t.id AS id, t.generation AS g", {"ids": tids})}
+        if len(out.generations) != len(tids):
+            raise ValueError(WriteErrorCode.task_not_found.value)
+        keys = [f"{c.task_id(project_id, p['task_name'])}\x1f{p['choice_key']}" for p in planned]
+        if len(set(keys)) != len(keys) or tx.read(
+            "UNWIND $keys AS k MATCH (d:Decision {active_key: k}) RETURN d.id AS id LIMIT 1", {"keys": keys}
+        ):
+            raise ValueError(WriteErrorCode.choice_exists.value)
+        inputs = [i for p in planned for i in p["inputs"]]
+        event_ids = sorted({out._event_id(i) for i in inputs if isinstance(i, EventSupportInput)})
+        if event_ids:
+            out.events = {r["id"] for r in tx.read(
+                "UNWIND $ids AS id MATCH (e:Event {id: id}) WHERE e.project_id = $p AND e.redacted_at IS NULL "
+                "RETURN e.id AS id", {"ids": event_ids, "p": project_id},
+            )}
+        dep_ids = sorted({i.decision_id.lower() for i in inputs if isinstance(i, DecisionSupportInput)})
+        if dep_ids:
+            out.deps = {r["id"]: r for r in tx.read(
+                "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.project_id = $p "
+                "RETURN d.id AS id, d.status AS status, d.review_state AS state",
+                {"ids": dep_ids, "p": project_id},
+            )}
+        for i in inputs:
+            if isinstance(i, DocumentSupportInput):
+                try:
+                    out.refs[i.evidence_id] = decode_evidence_id(i.evidence_id)
+                except MalformedEvidenceIdError:
+                    raise ValueError(WriteErrorCode.support_malformed.value) from None
+        if out.refs:
+            vids = sorted({version_id(str(r.document_node_id), r.activation_seq) for r in out.refs.values()})
+            out.versions = {r["vid"]: r for r in tx.read(
+                "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) WHERE v.project_id = $p "
+                "MATCH (d:Document {id: v.document_id}) "
+                "WHERE d.deleted_at IS NULL AND d.activation_seq = v.activation_seq "
+                "RETURN vid, v.key AS key, v.content_hash AS hash", {"ids": vids, "p": project_id},
+            )}
+        return out
+
+    def _event_id(self, i: EventSupportInput) -> str:
+        return c.event_id(c.task_id(self.project_id, i.task_name), i.seq)
+
+    def resolve(self, inputs: list[Any]) -> Resolved:
+        resolved = Resolved()
+        for i in inputs:
+            if isinstance(i, EventSupportInput):
+                eid = self._event_id(i)
+                if eid not in self.events:
+                    raise ValueError(WriteErrorCode.support_event_not_found.value)
+                resolved.add_event(eid, i.task_name, i.seq)
+            elif isinstance(i, DecisionSupportInput):
+                row = self.deps.get(i.decision_id.lower())
+                if row is None or row["status"] != DecisionStatus.active.value:
+                    raise ValueError(WriteErrorCode.support_decision_not_active.value)
+                resolved.add_decision(row["id"], clear=row["state"] == ReviewState.clear.value)
+            else:
+                ref = self.refs[i.evidence_id]
+                version = self.versions.get(version_id(str(ref.document_node_id), ref.activation_seq))
+                if version is None:
+                    raise ValueError(WriteErrorCode.support_document_not_found.value)
+                resolved.add_document(document_support(i.evidence_id, ref, key=version["key"],
+                                                       content_hash=version["hash"]))
+        return resolved
