@@ -7,7 +7,7 @@ import uuid
 
 from django import template
 
-from reviewer.dashboard import REASON_LABELS, describe_cause
+from reviewer.presenters import REASON_LABELS, describe_cause
 
 register = template.Library()
 

@@ -1,0 +1,258 @@
+"""The decision page and the reviewer's actions on it: reaffirm, reject,
+supersede. Every action checks the role, acts through the core, and answers
+with the card (htmx) or a redirect; refusals come back beside the form."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from core.knowledge import decode_evidence_id
+from core.models import Decision, DecisionSupport, DocumentSupport, EventSupport, ReviewState
+from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
+
+from .. import access
+from ..forms import WRITE_ERRORS, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
+from ..presenters import _clip, word_diff
+from .base import Project, _ctx, _decision_or_404, _int, _param, _project
+
+@require_GET
+@login_required
+def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    p = _project(request, project)
+    d = _decision_or_404(p, decision_id)
+    return render(request, "reviewer/decision.html", _ctx(request, p, **_decision_context(p, d)))
+
+
+def _decision_context(p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
+    after = _int(None, -1, minimum=-1)
+    supports = [_support_view(p, s) for s in d.supports]
+    depends = p.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
+    return {
+        "d": d,
+        "supports": supports,
+        "history": p.traces.list_support_history(str(d.id), after_ordinal=after, limit=50),
+        "revisions": p.traces.list_revisions(str(d.id)),
+        "depends_on": list(depends.values()),
+        "dependants": p.traces.list_dependants(str(d.id), limit=50),
+        "reaffirm_form": forms.get("reaffirm") or ReaffirmForm(initial={"request_id": new_request_id()}),
+        "reject_form": forms.get("reject") or RejectForm(initial={"request_id": new_request_id()}),
+        "supersede_form": forms.get("supersede") or _supersede_form(p, d),
+        "messages_for": forms.get("error"),
+        "error_form": forms.get("error_form"),
+    }
+
+
+def _support_view(p: Project, s: Any) -> dict[str, Any]:
+    view: dict[str, Any] = {"s": s, "kind": s.kind}
+    if isinstance(s, DocumentSupport):
+        info = p.graph.get_document(s.document_key)
+        recorded = p.graph.version_text(s.document_key, s.recorded_activation_seq or 1) or ""
+        start, end = s.char_start, s.char_end
+        if start is None:
+            got = p.graph.fetch(s.evidence_id)
+            start, end = got.char_start or 0, got.char_end or 0
+        passage = recorded[start:end]
+        view.update(passage=passage, document_key=s.document_key)
+        if info is None or info.state.value == "deleted":
+            view.update(state="removed", current_text=None, diff=None)
+        else:
+            current = p.graph.version_text(s.document_key, info.activation_seq) or ""
+            if info.activation_seq == s.recorded_activation_seq:
+                view.update(state="current", current_text=None, diff=None)
+            else:
+                view.update(
+                    state="changed" if passage not in current else "moved",
+                    current_version=info.activation_seq,
+                    diff=word_diff(recorded, current),
+                )
+    elif isinstance(s, EventSupport):
+        got = p.history.fetch_event(s.task_name, s.seq)
+        if not got.found or got.event is None:
+            view.update(state="removed")
+        elif got.event.redacted_at is not None:
+            view.update(state="redacted", event=got.event)
+        else:
+            view.update(state="current", event=got.event)
+    else:
+        found = p.traces.get_decision(str(s.decision_id))
+        dep = found.decision
+        if dep is None:
+            view.update(state="removed")
+        else:
+            flagged = dep.status.value != "active" or dep.review_state is not ReviewState.clear
+            view.update(state="changed" if flagged else "current", decision=dep)
+    return view
+
+
+
+def _support_choices(p: Project, d: Decision) -> list[tuple[str, str]]:
+    """The current supports as the reviewer may keep them, cited at the
+    current text where the passage is still there."""
+    choices = []
+    for s in d.supports:
+        if isinstance(s, DocumentSupport):
+            info = p.graph.get_document(s.document_key)
+            if info is None or info.state.value != "current":
+                continue
+            evidence = s.evidence_id
+            if info.activation_seq != s.recorded_activation_seq:
+                recorded = p.graph.version_text(s.document_key, s.recorded_activation_seq or 1) or ""
+                current = p.graph.version_text(s.document_key, info.activation_seq) or ""
+                passage = recorded[(s.char_start or 0):(s.char_end or 0)]
+                at = current.find(passage) if passage else -1
+                if at < 0:
+                    continue
+                evidence = p.graph.span_evidence_id(s.document_key, at, at + len(passage))
+            choices.append((evidence, f"{s.document_key}: “{_clip(p.graph.fetch(evidence).text)}”"))
+        elif isinstance(s, EventSupport):
+            choices.append((f"event {s.task_name} {s.seq}", f"event {s.seq} of {s.task_name}"))
+        elif isinstance(s, DecisionSupport):
+            choices.append((f"decision {s.decision_id}", f"decision {s.decision_id}"))
+    return choices
+
+
+
+def _supersede_form(p: Project, d: Decision, data: Any = None) -> SupersedeForm:
+    choices = _support_choices(p, d)
+    initial = {
+        "request_id": new_request_id(), "conclusion": d.conclusion, "rationale": d.rationale,
+        "assumptions": "\n".join(d.assumptions), "open_questions": "\n".join(d.open_questions),
+        "keep": [value for value, _ in choices],
+    }
+    return SupersedeForm(data, initial=initial, choices=choices)
+
+
+def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]], list[Any], str | None]:
+    """Support inputs (and the fetch outcomes of document supports, read now)
+    from the reviewer's tokens; or a sentence saying which token is wrong."""
+    inputs: list[dict[str, Any]] = []
+    fetched: list[Any] = []
+    for token in tokens:
+        parts = token.split()
+        if len(parts) == 3 and parts[0] == "event":
+            try:
+                inputs.append({"kind": "event", "task_name": parts[1], "seq": int(parts[2])})
+            except ValueError:
+                return [], [], f"“{token}”: the event number must be a whole number."
+        elif len(parts) == 2 and parts[0] == "decision":
+            inputs.append({"kind": "decision", "decision_id": parts[1]})
+        elif len(parts) == 1:
+            try:
+                decode_evidence_id(parts[0])
+            except MalformedEvidenceIdError:
+                return [], [], f"“{_clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+            got = p.graph.fetch(parts[0])
+            if got.status is not FetchStatus.ok:
+                return [], [], f"The passage “{_clip(token, 60)}” cannot be read in full ({got.status.value})."
+            inputs.append({"kind": "document", "evidence_id": parts[0]})
+            fetched.append(got)
+        else:
+            return [], [], f"“{_clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+    return inputs, fetched, None
+
+
+# -- actions --------------------------------------------------------------------------
+
+
+def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> HttpResponse:
+    if request.htmx:
+        fresh = p.traces.get_decision(str(d.id)).decision or d
+        response = render(request, "reviewer/_decision_card.html", _ctx(
+            request, p, d=fresh, note=note, counts=p.traces.review_counts(), oob=True,
+        ))
+        return response
+    messages.success(request, note)
+    back = _param(request.POST, "next")
+    if back.startswith(f"/p/{p.id}/") and "//" not in back:
+        return redirect(back)
+    return redirect("decision", project=p.id, decision_id=str(d.id))
+
+
+def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str) -> HttpResponse:
+    """The form again, beside the sentence, with what the person typed. The
+    decision is read again: a refusal often means someone else acted first,
+    and the page should show what they did."""
+    d = p.traces.get_decision(str(d.id)).decision or d
+    if request.htmx and form_name != "supersede":
+        return render(request, "reviewer/_decision_card.html", _ctx(
+            request, p, d=d, forms={form_name: form}, error=sentence, error_form=form_name,
+        ), status=200)
+    context = _decision_context(p, d, **{form_name: form, "error": sentence, "error_form": form_name})
+    return render(request, "reviewer/decision.html", _ctx(request, p, **context), status=400)
+
+
+def _decision_action(
+    request: HttpRequest, project: str, decision_id: Any, name: str, form_class: Any, invalid: str,
+    act: Callable[[Project, Decision, dict[str, Any]], Any], done: str,
+) -> HttpResponse:
+    """A reviewer's one-form action on a decision: role, form, core write,
+    then the card (htmx) or a redirect; refusals beside the form."""
+    p = _project(request, project)
+    access.require(request.user, access.REVIEWER)
+    d = _decision_or_404(p, decision_id)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return _refused(request, p, d, name, form, invalid)
+    result = act(p, d, form.cleaned_data)
+    if not result.recorded:
+        return _refused(request, p, d, name, form, WRITE_ERRORS[result.error])
+    return _after_action(request, p, d, done)
+
+
+@require_POST
+@login_required
+def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    return _decision_action(
+        request, project, decision_id, "reaffirm", ReaffirmForm, "Check the form.",
+        lambda p, d, data: p.traces.reaffirm_decision(
+            str(d.id), explanation=data["explanation"], request_id=data["request_id"]),
+        "Reaffirmed: the decision is clear again.",
+    )
+
+
+@require_POST
+@login_required
+def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    return _decision_action(
+        request, project, decision_id, "reject", RejectForm, "Say why the decision is rejected.",
+        lambda p, d, data: p.traces.reject_decision(str(d.id), reason=data["reason"], request_id=data["request_id"]),
+        "Rejected.",
+    )
+
+
+@require_POST
+@login_required
+def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    p = _project(request, project)
+    access.require(request.user, access.REVIEWER)
+    d = _decision_or_404(p, decision_id)
+    form = SupersedeForm(request.POST, choices=_support_choices(p, d))
+    if not form.is_valid():
+        return _refused(request, p, d, "supersede", form, "Check the fields marked below.")
+    tokens = list(form.cleaned_data["keep"]) + form.added()
+    inputs, fetched, problem = _support_inputs(p, tokens)
+    if problem:
+        return _refused(request, p, d, "supersede", form, problem)
+    result = p.traces.supersede_decision(
+        str(d.id), conclusion=form.cleaned_data["conclusion"], rationale=form.cleaned_data["rationale"],
+        explanation=form.cleaned_data["explanation"], assumptions=form.assumption_list(),
+        open_questions=form.question_list(), supports=inputs, fetched=fetched,
+        request_id=form.cleaned_data["request_id"],
+    )
+    if not result.recorded:
+        return _refused(request, p, d, "supersede", form, WRITE_ERRORS[result.error])
+    new = result.decision
+    messages.success(request, f"Superseded: revision {new.revision} is now the active decision.")
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = reverse("decision", kwargs={"project": p.id, "decision_id": str(new.id)})
+        return response
+    return redirect("decision", project=p.id, decision_id=str(new.id))
