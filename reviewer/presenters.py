@@ -1,5 +1,7 @@
 """How the dashboard words what the core returns: review reasons, root
-causes, the word diff of two versions, clipped text. No store access."""
+causes (the sentence is the core's, beside the format it reads), the word
+diff of two versions, the supports offered when superseding, clipped text.
+No store access, no review rule."""
 
 from __future__ import annotations
 
@@ -9,7 +11,10 @@ import re
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from core.models import ReviewReason
+from core.models import DecisionSupport, DocumentSupport, EventSupport, ReviewReason
+from core.review_views import SupportChoice, describe_cause
+
+__all__ = ["REASON_LABELS", "choice_label", "clip", "describe_cause", "word_diff"]
 
 REASON_LABELS = {
     ReviewReason.source_changed.value: "a cited document changed",
@@ -17,30 +22,6 @@ REASON_LABELS = {
     ReviewReason.source_changed_during_recording.value: "a source changed while it was recorded",
     ReviewReason.dependency_review.value: "a decision it depends on is flagged",
 }
-
-
-
-def describe_cause(cause: str) -> str:
-    """A root cause as a reviewer reads it."""
-    kind, _, rest = cause.partition(":")
-    if kind == "document":
-        key, _, version = rest.rpartition(":")
-        return f"Document “{key}” changed (version {version})"
-    if kind == "document-deleted":
-        key, _, _version = rest.rpartition(":")
-        return f"Document “{key}” was deleted"
-    if kind == "redaction":
-        return "An event was redacted"
-    if kind == "deletion":
-        return f"Task “{rest}” was deleted"
-    if kind == "superseded":
-        return "A decision it depends on was superseded"
-    if kind == "rejected":
-        return "A decision it depends on was rejected"
-    if kind == "recording":
-        return "Flagged when it was recorded"
-    return "Other"
-
 
 
 def word_diff(old: str, new: str) -> SafeString:
@@ -60,5 +41,16 @@ def word_diff(old: str, new: str) -> SafeString:
 
 
 
-def _clip(text: str, limit: int = 80) -> str:
+def clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def choice_label(choice: SupportChoice) -> str:
+    """How the supersede form names a support the reviewer may keep."""
+    s = choice.support
+    if isinstance(s, DocumentSupport):
+        return f"{s.document_key}: “{clip(choice.passage or '')}”"
+    if isinstance(s, EventSupport):
+        return f"event {s.seq} of {s.task_name}"
+    assert isinstance(s, DecisionSupport)
+    return f"decision {s.decision_id}"

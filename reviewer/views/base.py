@@ -15,6 +15,7 @@ from core.history import ConversationHistory
 from core.knowledge import Graph
 from core.models import Decision
 from core.retention import ActivityLog, HistoryRetention
+from core.review_views import ReviewViews
 
 from .. import access
 from ..presenters import REASON_LABELS
@@ -54,6 +55,14 @@ class Project:
     @cached_property
     def retention(self) -> HistoryRetention:
         return HistoryRetention(self.store, project_id=self.id, agent_id=self.agent)
+
+    @cached_property
+    def views(self) -> ReviewViews:
+        """What the review screens show, read from the core."""
+        return ReviewViews(
+            self.store, project_id=self.id, agent_id=self.agent, traces=self.traces, history=self.history,
+            graph=self.graph,
+        )
 
     @cached_property
     def activity(self) -> ActivityLog:

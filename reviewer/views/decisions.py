@@ -15,13 +15,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.knowledge import decode_evidence_id
-from core.models import Decision, DecisionSupport, DocumentSupport, EventSupport, ReviewState
+from core.models import Decision
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
+from core.review_views import SupportChoice
 
 from .. import access
 from ..forms import WRITE_ERRORS, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
-from ..presenters import _clip, word_diff
-from .base import Project, _ctx, _decision_or_404, _int, _param, _project
+from ..presenters import choice_label, clip
+from .base import Project, _ctx, _decision_or_404, _param, _project
 
 @require_GET
 @login_required
@@ -32,102 +33,32 @@ def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
 
 
 def _decision_context(p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
-    after = _int(None, -1, minimum=-1)
-    supports = [_support_view(p, s) for s in d.supports]
-    depends = p.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
+    review = p.views.decision_review(d)
     return {
         "d": d,
-        "supports": supports,
-        "history": p.traces.list_support_history(str(d.id), after_ordinal=after, limit=50),
-        "revisions": p.traces.list_revisions(str(d.id)),
-        "depends_on": list(depends.values()),
-        "dependants": p.traces.list_dependants(str(d.id), limit=50),
+        "review": review,
+        "supports": review.supports,
+        "history": review.history,
+        "revisions": review.revisions,
+        "depends_on": review.depends_on,
+        "dependants": review.dependants,
         "reaffirm_form": forms.get("reaffirm") or ReaffirmForm(initial={"request_id": new_request_id()}),
         "reject_form": forms.get("reject") or RejectForm(initial={"request_id": new_request_id()}),
-        "supersede_form": forms.get("supersede") or _supersede_form(p, d),
+        "supersede_form": forms.get("supersede") or _supersede_form(d, review.choices),
         "messages_for": forms.get("error"),
         "error_form": forms.get("error_form"),
     }
 
 
-def _support_view(p: Project, s: Any) -> dict[str, Any]:
-    view: dict[str, Any] = {"s": s, "kind": s.kind}
-    if isinstance(s, DocumentSupport):
-        info = p.graph.get_document(s.document_key)
-        recorded = p.graph.version_text(s.document_key, s.recorded_activation_seq or 1) or ""
-        start, end = s.char_start, s.char_end
-        if start is None:
-            got = p.graph.fetch(s.evidence_id)
-            start, end = got.char_start or 0, got.char_end or 0
-        passage = recorded[start:end]
-        view.update(passage=passage, document_key=s.document_key)
-        if info is None or info.state.value == "deleted":
-            view.update(state="removed", current_text=None, diff=None)
-        else:
-            current = p.graph.version_text(s.document_key, info.activation_seq) or ""
-            if info.activation_seq == s.recorded_activation_seq:
-                view.update(state="current", current_text=None, diff=None)
-            else:
-                view.update(
-                    state="changed" if passage not in current else "moved",
-                    current_version=info.activation_seq,
-                    diff=word_diff(recorded, current),
-                )
-    elif isinstance(s, EventSupport):
-        got = p.history.fetch_event(s.task_name, s.seq)
-        if not got.found or got.event is None:
-            view.update(state="removed")
-        elif got.event.redacted_at is not None:
-            view.update(state="redacted", event=got.event)
-        else:
-            view.update(state="current", event=got.event)
-    else:
-        found = p.traces.get_decision(str(s.decision_id))
-        dep = found.decision
-        if dep is None:
-            view.update(state="removed")
-        else:
-            flagged = dep.status.value != "active" or dep.review_state is not ReviewState.clear
-            view.update(state="changed" if flagged else "current", decision=dep)
-    return view
-
-
-
-def _support_choices(p: Project, d: Decision) -> list[tuple[str, str]]:
-    """The current supports as the reviewer may keep them, cited at the
-    current text where the passage is still there."""
-    choices = []
-    for s in d.supports:
-        if isinstance(s, DocumentSupport):
-            info = p.graph.get_document(s.document_key)
-            if info is None or info.state.value != "current":
-                continue
-            evidence = s.evidence_id
-            if info.activation_seq != s.recorded_activation_seq:
-                recorded = p.graph.version_text(s.document_key, s.recorded_activation_seq or 1) or ""
-                current = p.graph.version_text(s.document_key, info.activation_seq) or ""
-                passage = recorded[(s.char_start or 0):(s.char_end or 0)]
-                at = current.find(passage) if passage else -1
-                if at < 0:
-                    continue
-                evidence = p.graph.span_evidence_id(s.document_key, at, at + len(passage))
-            choices.append((evidence, f"{s.document_key}: “{_clip(p.graph.fetch(evidence).text)}”"))
-        elif isinstance(s, EventSupport):
-            choices.append((f"event {s.task_name} {s.seq}", f"event {s.seq} of {s.task_name}"))
-        elif isinstance(s, DecisionSupport):
-            choices.append((f"decision {s.decision_id}", f"decision {s.decision_id}"))
-    return choices
-
-
-
-def _supersede_form(p: Project, d: Decision, data: Any = None) -> SupersedeForm:
-    choices = _support_choices(p, d)
+def _supersede_form(d: Decision, choices: list[SupportChoice], data: Any = None) -> SupersedeForm:
+    """The supersede form, keeping every support the core offers by default."""
+    labelled = [(choice.token, choice_label(choice)) for choice in choices]
     initial = {
         "request_id": new_request_id(), "conclusion": d.conclusion, "rationale": d.rationale,
         "assumptions": "\n".join(d.assumptions), "open_questions": "\n".join(d.open_questions),
-        "keep": [value for value, _ in choices],
+        "keep": [value for value, _ in labelled],
     }
-    return SupersedeForm(data, initial=initial, choices=choices)
+    return SupersedeForm(data, initial=initial, choices=labelled)
 
 
 def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]], list[Any], str | None]:
@@ -148,14 +79,14 @@ def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]]
             try:
                 decode_evidence_id(parts[0])
             except MalformedEvidenceIdError:
-                return [], [], f"“{_clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+                return [], [], f"“{clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
             got = p.graph.fetch(parts[0])
             if got.status is not FetchStatus.ok:
-                return [], [], f"The passage “{_clip(token, 60)}” cannot be read in full ({got.status.value})."
+                return [], [], f"The passage “{clip(token, 60)}” cannot be read in full ({got.status.value})."
             inputs.append({"kind": "document", "evidence_id": parts[0]})
             fetched.append(got)
         else:
-            return [], [], f"“{_clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+            return [], [], f"“{clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
     return inputs, fetched, None
 
 
@@ -234,7 +165,8 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     p = _project(request, project)
     access.require(request.user, access.REVIEWER)
     d = _decision_or_404(p, decision_id)
-    form = SupersedeForm(request.POST, choices=_support_choices(p, d))
+    choices = [(c.token, choice_label(c)) for c in p.views.support_choices(d)]
+    form = SupersedeForm(request.POST, choices=choices)
     if not form.is_valid():
         return _refused(request, p, d, "supersede", form, "Check the fields marked below.")
     tokens = list(form.cleaned_data["keep"]) + form.added()

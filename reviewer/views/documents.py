@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -16,21 +14,9 @@ from .base import _ctx, _param, _project
 def document(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     key = _param(request.GET, "key")
-    info = p.graph.get_document(key) if key else None
-    if info is None:
+    page = p.views.document_page(key)
+    if page is None:
         raise Http404("no such document")
-    versions = p.graph.list_versions(key)
-    rows = p.store.read(
-        p.id,
-        "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-        "RETURN r.seq AS seq, d.id AS id, d.choice_key AS key, d.task_name AS task, d.review_state AS state "
-        "ORDER BY seq DESC, key LIMIT 200",
-        {"id": str(info.node_id)},
-    )
-    citing: dict[int, list[dict[str, Any]]] = {}
-    for r in rows:
-        citing.setdefault(r["seq"], []).append(r)
-    current = p.graph.version_text(key, info.activation_seq) if info.state.value == "current" else None
     return render(request, "reviewer/document.html", _ctx(
-        request, p, info=info, versions=[(v, citing.get(v.activation_seq, [])) for v in versions], text=current,
+        request, p, info=page.info, versions=page.versions, text=page.text,
     ))

@@ -11,8 +11,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from core import _common as c
-
 from .. import access
 from ..forms import RETENTION_ERRORS, RedactForm, new_request_id
 from .base import _ctx, _int, _param, _project
@@ -37,16 +35,10 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     access.require(request.user, access.STEWARD)
     source = request.POST if request.method == "POST" else request.GET
     event_id = _param(source, "event_id", 100)
-    if not c.is_uuid(event_id):
+    preview = p.views.redaction_preview(event_id)
+    if preview is None:
         raise Http404("no such event")
-    rows = p.store.read(
-        p.id, "MATCH (e:Event {id: $id}) WHERE e.project_id = $p MATCH (t:Task {id: e.task_id}) "
-        "RETURN t.name AS task, e.seq AS seq", {"id": event_id.lower(), "p": p.id},
-    )
-    if not rows:
-        raise Http404("no such event")
-    task_name, seq = rows[0]["task"], rows[0]["seq"]
-    event = p.history.fetch_event(task_name, seq).event
+    task_name, seq, event = preview.task_name, preview.seq, preview.event
     if request.method == "GET":
         form = RedactForm(initial={"request_id": new_request_id(), "event_id": event_id})
         return render(request, "reviewer/redact.html", _ctx(request, p, form=form, event=event, task_name=task_name))
