@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from core.models import DecisionSupport, DocumentSupport, EventSupport, ReviewReason
 from core.review_views import SupportChoice, describe_cause
 
-__all__ = ["REASON_LABELS", "choice_label", "clip", "describe_cause", "word_diff"]
+__all__ = ["REASON_LABELS", "choice_label", "clip", "describe_cause", "support_ref", "word_diff"]
 
 REASON_LABELS = {
     ReviewReason.source_changed.value: "a cited document changed",
@@ -54,3 +54,12 @@ def choice_label(choice: SupportChoice) -> str:
         return f"event {s.seq} of {s.task_name}"
     assert isinstance(s, DecisionSupport)
     return f"decision {s.decision_id}"
+
+
+def support_ref(s: object) -> str:
+    """A support in a few words: ``KEY vN``, ``TASK #SEQ`` or the decision id."""
+    if isinstance(s, DocumentSupport):
+        return f"{s.document_key} v{s.recorded_activation_seq}"
+    if isinstance(s, EventSupport):
+        return f"{s.task_name} #{s.seq}"
+    return str(getattr(s, "decision_id", ""))

@@ -31,6 +31,11 @@ def word_diff(old: str, new: str) -> str:
 
 
 @register.filter
+def support_ref(value: object) -> str:
+    return presenters.support_ref(value)
+
+
+@register.filter
 def enum(value: object) -> str:
     """An enum member as its stored string, with spaces for underscores."""
     return str(getattr(value, "value", value) or "").replace("_", " ")

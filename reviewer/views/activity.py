@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET
 
 from core.retention import ActivityLog
 
-from .base import _ctx, _param, _project
+from .base import _param, _project
 
 @require_GET
 @login_required
@@ -20,4 +20,4 @@ def activity(request: HttpRequest, project: str) -> HttpResponse:
     before = _param(request.GET, "before", 100) or None
     entries = p.activity.list(before=before, limit=50)
     next_url = "?" + urlencode({"before": ActivityLog.cursor(entries[-1])}) if len(entries) == 50 else None
-    return render(request, "reviewer/activity.html", _ctx(request, p, entries=entries, next_url=next_url))
+    return render(request, "reviewer/activity.html", {"entries": entries, "next_url": next_url})

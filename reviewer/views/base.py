@@ -8,9 +8,8 @@ from functools import cached_property
 from typing import Any
 
 from django.http import Http404, HttpRequest
-from django.urls import reverse
 
-from core.decisions import DEFAULT_REAFFIRM_EXPLANATION, DecisionTraces
+from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
 from core.models import Decision
@@ -18,7 +17,7 @@ from core.retention import ActivityLog, HistoryRetention
 from core.review_views import ReviewViews
 
 from .. import access
-from ..presenters import REASON_LABELS
+from ..context import PROJECT_ATTRIBUTE
 from ..store import check_store
 
 PAGE = 20
@@ -70,21 +69,11 @@ class Project:
 
 
 def _project(request: HttpRequest, project_id: str) -> Project:
+    """The project's services, once the person may open it; from here on
+    the page context has the project (``reviewer.context``)."""
     access.require_project(request.user, project_id)
+    setattr(request, PROJECT_ATTRIBUTE, project_id)
     return Project(project_id, request.user)
-
-
-def _ctx(request: HttpRequest, project: Project, **extra: Any) -> dict[str, Any]:
-    return {
-        "project": project.id,
-        "base": reverse("overview", kwargs={"project": project.id}),  # page links without a reverse() each
-        "default_explanation": DEFAULT_REAFFIRM_EXPLANATION,
-        "role": access.role_of(request.user),
-        "can_review": access.can(request.user, access.REVIEWER),
-        "can_steward": access.can(request.user, access.STEWARD),
-        "reason_labels": REASON_LABELS,
-        **extra,
-    }
 
 
 def _param(source: Any, name: str, limit: int = 1000) -> str:

@@ -22,14 +22,17 @@ from core.review_views import SupportChoice
 from .. import access
 from ..forms import WRITE_ERRORS, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
 from ..presenters import choice_label, clip
-from .base import Project, _ctx, _decision_or_404, _param, _project
+from .base import Project, _decision_or_404, _param, _project
+
+#: the card of one decision: the queue's partial, also the htmx answer to an action
+CARD = "reviewer/queue.html#decision-card"
 
 @require_GET
 @login_required
 def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     p = _project(request, project)
     d = _decision_or_404(p, decision_id)
-    return render(request, "reviewer/decision.html", _ctx(request, p, **_decision_context(p, d)))
+    return render(request, "reviewer/decision.html", _decision_context(p, d))
 
 
 def _decision_context(p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
@@ -79,15 +82,19 @@ def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]]
             try:
                 decode_evidence_id(parts[0])
             except MalformedEvidenceIdError:
-                return [], [], f"“{clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+                return [], [], _not_a_support(token)
             got = p.graph.fetch(parts[0])
             if got.status is not FetchStatus.ok:
                 return [], [], f"The passage “{clip(token, 60)}” cannot be read in full ({got.status.value})."
             inputs.append({"kind": "document", "evidence_id": parts[0]})
             fetched.append(got)
         else:
-            return [], [], f"“{clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+            return [], [], _not_a_support(token)
     return inputs, fetched, None
+
+
+def _not_a_support(token: str) -> str:
+    return f"“{clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
 
 
 # -- actions --------------------------------------------------------------------------
@@ -96,10 +103,7 @@ def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]]
 def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> HttpResponse:
     if request.htmx:
         fresh = p.traces.get_decision(str(d.id)).decision or d
-        response = render(request, "reviewer/_decision_card.html", _ctx(
-            request, p, d=fresh, note=note, counts=p.traces.review_counts(), oob=True,
-        ))
-        return response
+        return render(request, CARD, {"d": fresh, "note": note, "counts": p.traces.review_counts(), "oob": True})
     messages.success(request, note)
     back = _param(request.POST, "next")
     if back.startswith(f"/p/{p.id}/") and "//" not in back:
@@ -107,17 +111,18 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> H
     return redirect("decision", project=p.id, decision_id=str(d.id))
 
 
-def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str) -> HttpResponse:
+def _refused(
+    request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str
+) -> HttpResponse:
     """The form again, beside the sentence, with what the person typed. The
     decision is read again: a refusal often means someone else acted first,
     and the page should show what they did."""
     d = p.traces.get_decision(str(d.id)).decision or d
     if request.htmx and form_name != "supersede":
-        return render(request, "reviewer/_decision_card.html", _ctx(
-            request, p, d=d, forms={form_name: form}, error=sentence, error_form=form_name,
-        ), status=200)
+        context = {"d": d, "forms": {form_name: form}, "error": sentence, "error_form": form_name}
+        return render(request, CARD, context, status=200)
     context = _decision_context(p, d, **{form_name: form, "error": sentence, "error_form": form_name})
-    return render(request, "reviewer/decision.html", _ctx(request, p, **context), status=400)
+    return render(request, "reviewer/decision.html", context, status=400)
 
 
 def _decision_action(
@@ -154,7 +159,8 @@ def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
 def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     return _decision_action(
         request, project, decision_id, "reject", RejectForm, "Say why the decision is rejected.",
-        lambda p, d, data: p.traces.reject_decision(str(d.id), reason=data["reason"], request_id=data["request_id"]),
+        lambda p, d, data: p.traces.reject_decision(
+            str(d.id), reason=data["reason"], request_id=data["request_id"]),
         "Rejected.",
     )
 

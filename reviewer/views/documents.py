@@ -7,7 +7,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .base import _ctx, _param, _project
+from .base import _param, _project
 
 @require_GET
 @login_required
@@ -17,6 +17,5 @@ def document(request: HttpRequest, project: str) -> HttpResponse:
     page = p.views.document_page(key)
     if page is None:
         raise Http404("no such document")
-    return render(request, "reviewer/document.html", _ctx(
-        request, p, info=page.info, versions=page.versions, text=page.text,
-    ))
+    context = {"info": page.info, "versions": page.versions, "text": page.text}
+    return render(request, "reviewer/document.html", context)

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from .. import access
 from ..forms import RETENTION_ERRORS, RedactForm, new_request_id
-from .base import _ctx, _int, _param, _project
+from .base import _int, _param, _project
 
 @require_GET
 @login_required
@@ -25,7 +25,7 @@ def events(request: HttpRequest, project: str) -> HttpResponse:
     if not page.found:
         raise Http404("no such task")
     next_url = "?" + urlencode({"task": name, "after": page.next_after_seq}) if page.truncated else None
-    return render(request, "reviewer/events.html", _ctx(request, p, page=page, name=name, next_url=next_url))
+    return render(request, "reviewer/events.html", {"page": page, "name": name, "next_url": next_url})
 
 
 @require_http_methods(["GET", "POST"])
@@ -41,7 +41,7 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     task_name, seq, event = preview.task_name, preview.seq, preview.event
     if request.method == "GET":
         form = RedactForm(initial={"request_id": new_request_id(), "event_id": event_id})
-        return render(request, "reviewer/redact.html", _ctx(request, p, form=form, event=event, task_name=task_name))
+        return render(request, "reviewer/redact.html", {"form": form, "event": event, "task_name": task_name})
     form = RedactForm(request.POST)
     error = None
     if form.is_valid():
@@ -50,7 +50,8 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
         if result.recorded:
             flagged = len(result.affected_decision_ids)
             messages.success(request, f"Event {seq} redacted; {flagged} citing decision(s) flagged for review.")
-            return redirect(reverse("events", kwargs={"project": p.id}) + "?" + urlencode({"task": task_name}))
+            events_page = reverse("events", kwargs={"project": p.id})
+            return redirect(events_page + "?" + urlencode({"task": task_name}))
         error = RETENTION_ERRORS[result.error]
-    return render(request, "reviewer/redact.html", _ctx(
-        request, p, form=form, event=event, task_name=task_name, error=error or "Check the form."), status=400)
+    context = {"form": form, "event": event, "task_name": task_name, "error": error or "Check the form."}
+    return render(request, "reviewer/redact.html", context, status=400)

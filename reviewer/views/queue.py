@@ -16,7 +16,7 @@ from core.review_sweep import review_until_done
 
 from .. import access
 from ..presenters import REASON_LABELS
-from .base import CONFLICT_PAGE, PAGE, _ctx, _int, _param, _project
+from .base import CONFLICT_PAGE, PAGE, _int, _param, _project
 
 
 @require_GET
@@ -24,10 +24,10 @@ from .base import CONFLICT_PAGE, PAGE, _ctx, _int, _param, _project
 def overview(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     counts, causes = p.traces.review_summary(causes=10)
-    return render(request, "reviewer/overview.html", _ctx(
-        request, p, counts=counts, open_tasks=p.history.count_tasks("open"), causes=causes,
-        recent=p.activity.list(limit=10),
-    ))
+    return render(request, "reviewer/overview.html", {
+        "counts": counts, "open_tasks": p.history.count_tasks("open"), "causes": causes,
+        "recent": p.activity.list(limit=10),
+    })
 
 
 # -- the review queue -----------------------------------------------------------------
@@ -42,13 +42,13 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         state=_param(request.GET, "state") or None, cause=_param(request.GET, "cause") or None,
         page=_int(request.GET.get("page"), 1, minimum=1, maximum=10**6), page_size=PAGE,
     )
-    return render(request, "reviewer/queue.html", _ctx(
-        request, p, result=q.result, groups=q.groups, filters=q.filters, page=q.page, pages=q.pages,
-        prev_url=_qs(q.filters, q.page - 1) if q.page > 1 else None,
-        next_url=_qs(q.filters, q.page + 1) if q.page < q.pages else None,
-        reasons=[(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
-        counts=q.counts,
-    ))
+    return render(request, "reviewer/queue.html", {
+        "result": q.result, "groups": q.groups, "filters": q.filters, "page": q.page, "pages": q.pages,
+        "prev_url": _qs(q.filters, q.page - 1) if q.page > 1 else None,
+        "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
+        "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
+        "counts": q.counts,
+    })
 
 
 def _qs(filters: dict[str, str], page: int) -> str:
@@ -73,5 +73,6 @@ def conflicts(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     after = _param(request.GET, "after", 500) or None
     found = p.traces.list_conflicts(max_groups=CONFLICT_PAGE, after_key=after)
-    next_url = "?" + urlencode({"after": found.groups[-1].choice_key}) if found.truncated and found.groups else None
-    return render(request, "reviewer/conflicts.html", _ctx(request, p, conflicts=found, next_url=next_url))
+    more = found.truncated and found.groups
+    next_url = "?" + urlencode({"after": found.groups[-1].choice_key}) if more else None
+    return render(request, "reviewer/conflicts.html", {"conflicts": found, "next_url": next_url})

@@ -14,7 +14,7 @@ from core.models import StepState
 
 from .. import access
 from ..forms import RETENTION_ERRORS, DeleteTaskForm, new_request_id
-from .base import _ctx, _param, _project
+from .base import _param, _project
 
 @require_GET
 @login_required
@@ -23,8 +23,9 @@ def tasks(request: HttpRequest, project: str) -> HttpResponse:
     q = _param(request.GET, "q", 200).strip() or None
     after = _param(request.GET, "after") or None
     found, more = p.history.list_tasks(search=q, after_name=after, limit=50)
-    next_url = "?" + urlencode({**({"q": q} if q else {}), "after": found[-1].name}) if more and found else None
-    return render(request, "reviewer/tasks.html", _ctx(request, p, tasks=found, q=q or "", next_url=next_url))
+    search = {"q": q} if q else {}
+    next_url = "?" + urlencode({**search, "after": found[-1].name}) if more and found else None
+    return render(request, "reviewer/tasks.html", {"tasks": found, "q": q or "", "next_url": next_url})
 
 
 @require_GET
@@ -37,7 +38,7 @@ def task(request: HttpRequest, project: str) -> HttpResponse:
         raise Http404("no such task")
     view = found.view
     states = [(state.value, view.steps[state], view.step_counts[state]) for state in StepState]
-    return render(request, "reviewer/task.html", _ctx(request, p, v=view, states=states, name=name))
+    return render(request, "reviewer/task.html", {"v": view, "states": states, "name": name})
 
 
 
@@ -54,8 +55,8 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
     keep_preview = p.retention.preview_delete_task(name, include_decisions=False)
     if request.method == "GET":
         form = DeleteTaskForm(initial={"request_id": new_request_id(), "include_decisions": True})
-        return render(request, "reviewer/delete_task.html", _ctx(
-            request, p, form=form, name=name, preview=preview, keep_preview=keep_preview))
+        context = {"form": form, "name": name, "preview": preview, "keep_preview": keep_preview}
+        return render(request, "reviewer/delete_task.html", context)
     form = DeleteTaskForm(request.POST)
     error = None
     if form.is_valid():
@@ -66,6 +67,6 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
                                       "elsewhere flagged for review.")
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
-    return render(request, "reviewer/delete_task.html", _ctx(
-        request, p, form=form, name=name, preview=preview, keep_preview=keep_preview,
-        error=error or "Check the form."), status=400)
+    context = {"form": form, "name": name, "preview": preview, "keep_preview": keep_preview,
+               "error": error or "Check the form."}
+    return render(request, "reviewer/delete_task.html", context, status=400)

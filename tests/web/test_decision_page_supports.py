@@ -56,3 +56,16 @@ def test_the_supersede_form_keeps_the_passage_nearest_where_it_was(story: Story,
     assert f'value="{nearest}"' in page and f'value="{first}"' not in page
     assert traces.reaffirm_decision(str(d.id)).recorded
     assert traces.get_decision(str(d.id)).decision.supports[0].evidence_id == nearest  # what reaffirming found
+
+
+def test_an_error_page_inside_a_project_is_not_a_project_page(story: Story, as_: Any) -> None:
+    """The project context comes from one context processor once access is
+    checked; a 404 or 403 raised after that looks the same as anywhere."""
+    client = as_("viewer")
+    page = client.get(f"/p/{story.project}/decisions/{story.moved}/").content.decode()
+    assert 'class="projectnav"' in page and "vera · viewer" in page
+    missing = client.get(f"/p/{story.project}/decisions/00000000-0000-0000-0000-000000000000/")
+    forbidden = client.get(f"/p/{story.project}/events/redact?event_id={story.event_id}")
+    for response, status in ((missing, 404), (forbidden, 403)):
+        assert response.status_code == status
+        assert 'class="projectnav"' not in response.content.decode()
