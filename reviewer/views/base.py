@@ -1,5 +1,6 @@
 """What every project page shares: the project's core services acting as the
-logged-in person, the page context, and reading query and form values."""
+logged-in person, the access check that opens a project page, and reading
+query and form values."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ from .base import Project, _decision_or_404, _param, _project
 #: the card of one decision: the queue's partial, also the htmx answer to an action
 CARD = "reviewer/queue.html#decision-card"
 
+
 @require_GET
 @login_required
 def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
@@ -39,7 +40,6 @@ def _decision_context(p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
     review = p.views.decision_review(d)
     return {
         "d": d,
-        "review": review,
         "supports": review.supports,
         "history": review.history,
         "revisions": review.revisions,
