@@ -130,12 +130,15 @@ def _acme(p: _Project) -> None:
         ("tool_result", "p99 write rate over 90 days: 1,140 orders/s; growth 4% per month.", "metrics"),
         ("note", "Well under the 5,000/s revisit threshold in ADR 3; no case for a new store.", None),
     ])
-    p.steps("choose-orders-db", [("gather-adrs", "completed", "read"), ("load-profile", "completed", "read"),
-                                 ("compare-options", "completed", "analysis"), ("write-summary", "in_progress", "other")])
+    p.steps("choose-orders-db", [
+        ("gather-adrs", "completed", "read"), ("load-profile", "completed", "read"),
+        ("compare-options", "completed", "analysis"), ("write-summary", "in_progress", "other"),
+    ])
     orders_db = p.decide(
         "choose-orders-db", "orders-database", "Keep orders on PostgreSQL 16",
         "ADR 3 keeps orders on PostgreSQL and the measured write rate (1,140/s) is far below its revisit threshold.",
-        docs=[("adr/0003-orders-database", "Orders stay on PostgreSQL 16 with logical replication to the analytics cluster.")],
+        docs=[("adr/0003-orders-database",
+               "Orders stay on PostgreSQL 16 with logical replication to the analytics cluster.")],
         events=[("choose-orders-db", 5)], assumptions=["Write growth stays near 4% per month"],
         questions=["Does analytics still need logical replication after the warehouse move?"],
     )
@@ -165,7 +168,8 @@ def _acme(p: _Project) -> None:
                     "A 15-minute acknowledgement needs someone awake in each office's day.", deps=[sla, owner])
 
     p.task("incident-2026-11-12-followup", "Follow up the 12 November card authorisation outage", [
-        ("message", "Customer jane.doe@example.com reported double charges, card ending 4242, phone +1 555 0100.", "user"),
+        ("message",
+         "Customer jane.doe@example.com reported double charges, card ending 4242, phone +1 555 0100.", "user"),
         ("tool_call", "search_logs('auth timeout', '2026-11-12')", "logs"),
         ("tool_result", "Authorisation calls to the card network timed out for 41 minutes from 14:02 UTC.", "logs"),
         ("note", "The page was acknowledged after 22 minutes: outside the runbook's 15.", None),
@@ -216,7 +220,8 @@ def _acme(p: _Project) -> None:
     ])
     keep = p.decide("retention-review", "transcript-retention", "Delete support transcripts after 90 days",
                     "The retention policy says 90 days.",
-                    docs=[("policy/data-retention", "Customer support transcripts are kept for 90 days, then deleted.")])
+                    docs=[("policy/data-retention",
+                           "Customer support transcripts are kept for 90 days, then deleted.")])
     rejected = p.decide("retention-review", "transcript-export", "Export transcripts to the data lake nightly",
                         "Analytics asked for them.", events=[("retention-review", 1)])
     p.traces.reject_decision(str(rejected.id), reason="Conflicts with the 90-day retention policy; analytics gets "

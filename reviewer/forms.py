@@ -114,16 +114,20 @@ class DeleteTaskForm(ActionForm):
 
 
 #: Refused writes as sentences a reviewer understands.
+REQUEST_ID_REUSED = "This form was already used for a different action. Reload the page and try again."
+
 WRITE_ERRORS: dict[WriteErrorCode, str] = {
     WriteErrorCode.task_exists: "A task with this name already exists with another goal.",
     WriteErrorCode.task_not_found: "The task no longer exists.",
     WriteErrorCode.event_not_found: "That event does not exist.",
     WriteErrorCode.support_required: "A decision needs between 1 and 20 supports.",
     WriteErrorCode.support_invalid: "A support matches nothing in this project.",
-    WriteErrorCode.request_id_reused: "This form was already used for a different action. Reload the page and try again.",
+    WriteErrorCode.request_id_reused: REQUEST_ID_REUSED,
     WriteErrorCode.invalid_request_id: "This form is out of date. Reload the page and try again.",
     WriteErrorCode.choice_exists: "This choice already has an active decision; supersede it instead.",
-    WriteErrorCode.supersede_target_invalid: "Someone already superseded or rejected this decision; it is no longer active.",
+    WriteErrorCode.supersede_target_invalid: (
+        "Someone already superseded or rejected this decision; it is no longer active."
+    ),
     WriteErrorCode.explanation_required: "Explain why this revision replaces the current one.",
     WriteErrorCode.support_malformed: "A support is not a valid evidence id or decision id.",
     WriteErrorCode.support_not_fetched: "A cited passage could not be read in full.",
@@ -143,6 +147,6 @@ WRITE_ERRORS: dict[WriteErrorCode, str] = {
 RETENTION_ERRORS: dict[RetentionErrorCode, str] = {
     RetentionErrorCode.event_not_found: "That event does not exist.",
     RetentionErrorCode.task_not_found: "The task no longer exists.",
-    RetentionErrorCode.request_id_reused: "This form was already used for a different action. Reload the page and try again.",
+    RetentionErrorCode.request_id_reused: REQUEST_ID_REUSED,
     RetentionErrorCode.invalid_request_id: "This form is out of date. Reload the page and try again.",
 }

@@ -1,4 +1,5 @@
-"""Request middleware: security headers and a clear page when the store is down."""
+"""Request middleware: security headers, and a clear page when the store is down
+(or any view fails: an error page is never a project page, see reviewer.context)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.template.loader import render_to_string
 
 from core.stores import GraphStoreError, redact_url
 
+from .context import PROJECT_ATTRIBUTE
 from .store import reset_store
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class StoreUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        request.__dict__.pop(PROJECT_ATTRIBUTE, None)  # an error page is not a project page
         if not isinstance(exception, GraphStoreError):
             return None
         log.warning("graph store unavailable: %s", exception)

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "template_partials.apps.SimpleAppConfig",  # {% partialdef %}; the loader is set in TEMPLATES
     "reviewer",
 ]
 
@@ -78,13 +79,23 @@ TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         "DIRS": [BASE_DIR / "templates"],
-        "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "reviewer.context.project_page",
             ],
+            # "page.html#name" renders one {% partialdef %} of a page (the htmx fragment)
+            "loaders": [
+                ("template_partials.loader.Loader", [
+                    ("django.template.loaders.cached.Loader", [
+                        "django.template.loaders.filesystem.Loader",
+                        "django.template.loaders.app_directories.Loader",
+                    ]),
+                ]),
+            ],
+            "builtins": ["template_partials.templatetags.partials"],
         },
     }
 ]

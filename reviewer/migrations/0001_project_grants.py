@@ -19,7 +19,10 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('project_id', models.CharField(max_length=200)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='project_grants', to=settings.AUTH_USER_MODEL)),
+                ('user', models.ForeignKey(
+                    on_delete=django.db.models.deletion.CASCADE, related_name='project_grants',
+                    to=settings.AUTH_USER_MODEL,
+                )),
             ],
             options={
                 'constraints': [models.UniqueConstraint(fields=('user', 'project_id'), name='one_grant_per_project')],

@@ -7,7 +7,8 @@ import uuid
 
 from django import template
 
-from reviewer.dashboard import REASON_LABELS, describe_cause
+from reviewer import presenters
+from reviewer.presenters import REASON_LABELS, describe_cause
 
 register = template.Library()
 
@@ -21,6 +22,17 @@ def cause(value: str) -> str:
 def reason(value: object) -> str:
     key = getattr(value, "value", value)
     return REASON_LABELS.get(str(key), "") if key else ""
+
+
+@register.filter
+def word_diff(old: str, new: str) -> str:
+    """``old`` against ``new`` as escaped HTML with <del> and <ins> words."""
+    return presenters.word_diff(old or "", new or "")
+
+
+@register.filter
+def support_ref(value: object) -> str:
+    return presenters.support_ref(value)
 
 
 @register.filter

@@ -1,5 +1,5 @@
 """Benchmarks: commands that print each figure beside a floor measured in
-the same run (see the README)."""
+the same run (see docs/benchmarks.md)."""
 
 from __future__ import annotations
 

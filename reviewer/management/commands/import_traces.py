@@ -1,5 +1,5 @@
 """``manage.py import_traces FILE [--project P]``: apply a JSON Lines file of
-core operations (the format is in ``core/traces_io.py`` and the README).
+core operations (the format is in ``core/traces_io.py`` and docs/traces-format.md).
 
 Each line runs as its own write with its own request id, so importing the
 same file twice changes nothing the second time. A bad line is reported with

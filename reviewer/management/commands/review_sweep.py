@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.decisions import DecisionTraces
+from core.review_sweep import review_until_done
 from core.stores import GraphStoreError
 from reviewer.store import check_store
 
@@ -28,12 +29,8 @@ class Command(BaseCommand):
             store = check_store()
             for project_id in project or store.list_projects():
                 traces = DecisionTraces(store, project_id=project_id, agent_id="review-sweep")
-                moved = flagged = cleared = 0
-                while limit is None or moved < limit:
-                    step = traces.continue_decision_review(limit=min(100, limit - moved) if limit else 100)
-                    moved, flagged, cleared = moved + step.moved, flagged + len(step.flagged), cleared + len(step.cleared)
-                    if not step.moved or not step.more:
-                        break
+                run = review_until_done(traces, max_moved=limit)
+                moved, flagged, cleared = run.moved, run.flagged, run.cleared
                 waiting = traces.review_counts()["queued"]
                 self.stdout.write(
                     f"{project_id}: moved {moved} queued decisions ({flagged} flagged dependency_review, "

@@ -1,4 +1,4 @@
-"""Views: HTTP in, core services out."""
+"""The health check: does the graph store answer?"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 
 from core.stores import GraphStoreError
 
-from .store import check_store
+from ..store import check_store
 
 
 @require_GET

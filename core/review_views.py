@@ -1,0 +1,368 @@
+"""Read models: everything a review screen shows, already decided.
+
+The dashboard (and later the agents' API) asks these for what to show and
+does no review reasoning of its own: which state each support of a decision
+is in, which passage it cites against the current text, which supports a
+reviewer may keep when superseding (re-anchored by the same rule reaffirming
+uses, :func:`core._supports.find_nearest`), the review queue grouped by root
+cause, the decisions that cite each version of a document, and the event a
+redaction would blank. Everything here only reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from . import _common as c
+from ._causes import describe_cause
+from ._evidence import chunk_range, decode_evidence_id, version_id
+from ._supports import find_nearest
+from .decisions import DecisionTraces
+from .history import ConversationHistory
+from .knowledge import Graph
+from .models.decision import (
+    Decision,
+    DecisionReviewList,
+    DecisionSupport,
+    DocumentSupport,
+    EventSupport,
+    EvidenceKind,
+    ReviewReason,
+    ReviewState,
+    Revision,
+    Support,
+    SupportHistoryPage,
+)
+from .models.knowledge import (
+    DocumentInfo,
+    DocumentVersion,
+    MalformedEvidenceIdError,
+    SourceState,
+)
+from .models.task import Event
+from .stores.base import GraphStore
+
+__all__ = [
+    "CitingDecision",
+    "DecisionReview",
+    "DocumentPage",
+    "QueuePage",
+    "RedactionPreview",
+    "ReviewViews",
+    "SupportChoice",
+    "SupportView",
+    "describe_cause",
+]
+
+#: The state a support is shown in. ``moved``: the document changed but the
+#: cited passage is still in the current text (reaffirming re-anchors it);
+#: ``changed``: the passage is gone from the current text, or a decision it
+#: cites is flagged or no longer active.
+SupportState = Literal["current", "moved", "changed", "removed", "redacted"]
+
+
+class _View(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+class SupportView(_View):
+    """One support of a decision as a reviewer sees it now."""
+
+    support: Support
+    state: SupportState
+    #: document supports: the cited passage as recorded (span or chunk)
+    passage: str | None = None
+    #: document supports whose document has a newer version: both whole texts,
+    #: to show what changed
+    recorded_text: str | None = None
+    current_text: str | None = None
+    current_version: int | None = None
+    #: event supports: the event (its body reads "[REDACTED]" once redacted)
+    event: Event | None = None
+    #: decision supports: the decision it cites, if it still exists
+    decision: Decision | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.support.kind
+
+    @property
+    def document_key(self) -> str | None:
+        return self.support.document_key if isinstance(self.support, DocumentSupport) else None
+
+    @property
+    def holds(self) -> bool:
+        """Whether reaffirming would keep this support as it stands or re-anchored."""
+        return self.state in ("current", "moved")
+
+
+class SupportChoice(_View):
+    """A support a reviewer may keep when superseding: ``token`` is what the
+    supersede form sends back (an evidence id of the current text, ``event
+    TASK SEQ`` or ``decision ID``)."""
+
+    token: str
+    support: Support
+    #: document supports: the passage the token names in the current text
+    passage: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.support.kind
+
+
+class DecisionReview(_View):
+    """The decision page: the decision, its supports now, what it depends on
+    and what depends on it, its revisions and support history, and what a
+    reviewer can do now."""
+
+    decision: Decision
+    supports: list[SupportView]
+    depends_on: list[Decision]
+    dependants: list[Decision]
+    revisions: list[Revision]
+    history: SupportHistoryPage
+    choices: list[SupportChoice]
+
+    @property
+    def can_act(self) -> bool:
+        """Only the active revision is reviewed; others are history."""
+        return self.decision.status.value == "active"
+
+    @property
+    def can_reaffirm(self) -> bool:
+        """Whether every support still holds, so reaffirming can succeed."""
+        return self.can_act and all(v.holds for v in self.supports if v.support.current)
+
+
+class QueuePage(_View):
+    """One page of the review queue, grouped by root cause in queue order."""
+
+    result: DecisionReviewList
+    #: (root cause, the decisions flagged by it), consecutive runs in queue order
+    groups: list[tuple[str, list[Decision]]]
+    filters: dict[str, str]
+    page: int
+    pages: int
+    counts: dict[str, int]
+
+
+class CitingDecision(_View):
+    id: str
+    key: str
+    task: str
+    state: str
+
+
+class DocumentPage(_View):
+    """A document's versions, newest first, each with the decisions that cite it now."""
+
+    info: DocumentInfo
+    versions: list[tuple[DocumentVersion, list[CitingDecision]]]
+    #: the current text, or None once the document is deleted
+    text: str | None
+
+
+class RedactionPreview(_View):
+    """The event a redaction would blank, and where it is."""
+
+    event_id: str
+    task_name: str
+    seq: int
+    event: Event | None
+
+
+class ReviewViews:
+    """The read models of one project, read as ``agent_id``."""
+
+    CITERS_SHOWN = 200
+
+    def __init__(
+        self, store: GraphStore, *, project_id: str, agent_id: str | None = None,
+        traces: DecisionTraces | None = None, history: ConversationHistory | None = None, graph: Graph | None = None,
+    ) -> None:
+        self.store = store
+        self.project_id = project_id
+        agent = agent_id or "reviewer"
+        self.traces = traces or DecisionTraces(store, project_id=project_id, agent_id=agent)
+        self.history = history or ConversationHistory(store, project_id=project_id, agent_id=agent)
+        self.graph = graph or Graph(store, project_id=project_id, agent_id=agent)
+
+    # -- the review queue ------------------------------------------------------
+
+    def queue_page(
+        self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
+        cause: str | None = None, page: int = 1, page_size: int = 20,
+    ) -> QueuePage:
+        """A page of the queue; a ``reason`` or ``state`` that is not a queue
+        filter is ignored (the page shows the whole queue)."""
+        if reason not in (None, *[r.value for r in ReviewReason]):
+            reason = None
+        if state not in (None, ReviewState.needs_review.value, ReviewState.unknown.value):
+            state = None
+        page = max(1, page)
+        result = self.traces.list_decisions_for_review(
+            task, limit=page_size, offset=(page - 1) * page_size, reason=reason, state=state, root_cause=cause
+        )
+        causes = self.root_causes(result.decisions)
+        groups: list[tuple[str, list[Decision]]] = []
+        for d in result.decisions:
+            key = causes.get(str(d.id), "")
+            if groups and groups[-1][0] == key:
+                groups[-1][1].append(d)
+            else:
+                groups.append((key, [d]))
+        filters = {k: v for k, v in (("task", task), ("reason", reason), ("state", state), ("cause", cause)) if v}
+        return QueuePage(
+            result=result, groups=groups, filters=filters, page=page,
+            pages=max(1, -(-result.count // page_size)), counts=self.traces.review_counts(),
+        )
+
+    def root_causes(self, decisions: list[Decision]) -> dict[str, str]:
+        """The root cause of each decision ("" when none), by decision id."""
+        if not decisions:
+            return {}
+        rows = self.store.read(
+            self.project_id,
+            "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.root_cause AS cause",
+            {"ids": [str(d.id) for d in decisions]},
+        )
+        return {r["id"]: r["cause"] or "" for r in rows}
+
+    # -- a decision --------------------------------------------------------------
+
+    def decision_review(self, decision: Decision) -> DecisionReview:
+        d = decision
+        depends = self.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
+        return DecisionReview(
+            decision=d,
+            supports=[self.support_view(s) for s in d.supports],
+            depends_on=list(depends.values()),
+            dependants=self.traces.list_dependants(str(d.id), limit=50),
+            revisions=self.traces.list_revisions(str(d.id)),
+            history=self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50),
+            choices=self.support_choices(d),
+        )
+
+    def support_view(self, s: Support) -> SupportView:
+        if isinstance(s, DocumentSupport):
+            return self._document_view(s)
+        if isinstance(s, EventSupport):
+            got = self.history.fetch_event(s.task_name, s.seq)
+            if not got.found or got.event is None:
+                return SupportView(support=s, state="removed")
+            state: SupportState = "redacted" if got.event.redacted_at is not None else "current"
+            return SupportView(support=s, state=state, event=got.event)
+        dep = self.traces.get_decision(str(s.decision_id)).decision
+        if dep is None:
+            return SupportView(support=s, state="removed")
+        flagged = dep.status.value != "active" or dep.review_state is not ReviewState.clear
+        return SupportView(support=s, state="changed" if flagged else "current", decision=dep)
+
+    def _document_view(self, s: DocumentSupport) -> SupportView:
+        info = self.graph.get_document(s.document_key)
+        recorded = self._version_text(s)
+        start, end = self._cited_range(s, recorded)
+        passage = recorded[start:end] if recorded is not None else ""
+        if info is None or info.state is SourceState.deleted:
+            return SupportView(support=s, state="removed", passage=passage)
+        if info.activation_seq == s.recorded_activation_seq:
+            return SupportView(support=s, state="current", passage=passage)
+        current = self.graph.version_text(s.document_key, info.activation_seq) or ""
+        moved = find_nearest(current, passage, start) is not None
+        return SupportView(
+            support=s, state="moved" if moved else "changed", passage=passage, recorded_text=recorded or "",
+            current_text=current, current_version=info.activation_seq,
+        )
+
+    def support_choices(self, decision: Decision) -> list[SupportChoice]:
+        """The supports a reviewer may keep when superseding, document
+        passages cited at the current text: where the document changed, the
+        passage is found again as reaffirming finds it (nearest to where it
+        was); a passage that is gone, or a deleted document, is not offered."""
+        choices: list[SupportChoice] = []
+        for s in decision.supports:
+            if isinstance(s, DocumentSupport):
+                info = self.graph.get_document(s.document_key)
+                if info is None or info.state is not SourceState.current:
+                    continue
+                recorded = self._version_text(s)
+                if recorded is None:
+                    continue
+                start, end = self._cited_range(s, recorded)
+                passage = recorded[start:end]
+                evidence = s.evidence_id
+                if info.activation_seq != s.recorded_activation_seq:
+                    current = self.graph.version_text(s.document_key, info.activation_seq) or ""
+                    at = find_nearest(current, passage, start) if passage else None
+                    if at is None:
+                        continue
+                    evidence = self.graph.span_evidence_id(s.document_key, at, at + len(passage))
+                choices.append(SupportChoice(token=evidence, support=s, passage=passage))
+            elif isinstance(s, EventSupport):
+                choices.append(SupportChoice(token=f"event {s.task_name} {s.seq}", support=s))
+            elif isinstance(s, DecisionSupport):
+                choices.append(SupportChoice(token=f"decision {s.decision_id}", support=s))
+        return choices
+
+    def _version_text(self, s: DocumentSupport) -> str | None:
+        return self.graph.version_text(s.document_key, s.recorded_activation_seq or 1)
+
+    def _cited_range(self, s: DocumentSupport, recorded: str | None) -> tuple[int, int]:
+        """Where the support's passage is in the version it was recorded on:
+        its span, or its chunk's range (from the version's chunk offsets)."""
+        if s.reference_kind is EvidenceKind.span:
+            return s.char_start or 0, s.char_end or 0
+        try:
+            index = decode_evidence_id(s.evidence_id).chunk_index
+        except MalformedEvidenceIdError:
+            return 0, 0
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (v:DocVersion {id: $vid}) RETURN v.chunk_starts AS starts",
+            {"vid": version_id(str(s.document_node_id), s.recorded_activation_seq or 1)},
+        )
+        if not rows or recorded is None or index is None:
+            return 0, 0
+        return chunk_range(rows[0]["starts"] or [], len(recorded), index) or (0, 0)
+
+    # -- documents and events ------------------------------------------------------
+
+    def document_page(self, key: str) -> DocumentPage | None:
+        """None when there is no such document."""
+        info = self.graph.get_document(key) if key else None
+        if info is None:
+            return None
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
+            "RETURN r.seq AS seq, d.id AS id, d.choice_key AS key, d.task_name AS task, d.review_state AS state "
+            f"ORDER BY seq DESC, key LIMIT {self.CITERS_SHOWN}",
+            {"id": str(info.node_id)},
+        )
+        citing: dict[int, list[CitingDecision]] = {}
+        for r in rows:
+            citing.setdefault(r["seq"], []).append(
+                CitingDecision(id=r["id"], key=r["key"], task=r["task"], state=r["state"])
+            )
+        versions = self.graph.list_versions(key)
+        text = self.graph.version_text(key, info.activation_seq) if info.state is SourceState.current else None
+        return DocumentPage(info=info, versions=[(v, citing.get(v.activation_seq, [])) for v in versions], text=text)
+
+    def redaction_preview(self, event_id: Any) -> RedactionPreview | None:
+        """The event ``event_id`` names in this project, or None."""
+        if not c.is_uuid(event_id):
+            return None
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (e:Event {id: $id}) WHERE e.project_id = $p MATCH (t:Task {id: e.task_id}) "
+            "RETURN t.name AS task, e.seq AS seq",
+            {"id": str(event_id).lower(), "p": self.project_id},
+        )
+        if not rows:
+            return None
+        task_name, seq = rows[0]["task"], rows[0]["seq"]
+        event = self.history.fetch_event(task_name, seq).event
+        return RedactionPreview(event_id=str(event_id), task_name=task_name, seq=seq, event=event)
