@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _common as c
-from . import _counters, _review
+from . import _causes, _counters, _review
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
     SUPPORTS,
@@ -316,7 +316,7 @@ class DecisionTraces(DecisionReads):
         target = old["id"]
         active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
         at = c.iso(c.now())
-        queued, tally = self._retire(tx, target, f"superseded:{target}")
+        queued, tally = self._retire(tx, target, _causes.superseded_cause(target))
         numbers = _counters.take_numbers(tx, [old["task_id"]])
         generation = task_generation(tx, old["task_id"])
         tx.write(
@@ -356,7 +356,7 @@ class DecisionTraces(DecisionReads):
                 return answer
             active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
             at = c.iso(c.now())
-            queued, tally = self._retire(tx, target, f"rejected:{target}")
+            queued, tally = self._retire(tx, target, _causes.rejected_cause(target))
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
                 "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear' "

@@ -35,7 +35,7 @@ from ._evidence import (
     encode_span,
     version_id,
 )
-from . import _review
+from . import _causes, _review
 from ._schema import CORE_SCHEMA
 from .models.decision import EvidenceKind, ReviewReason
 from .models.knowledge import (
@@ -134,7 +134,7 @@ class Graph:
                 )
             flagged = [r["id"] for r in citing]
             if flagged:  # reads first, so before this unit's writes
-                cause = f"document:{key}:{seq}"
+                cause = _causes.document_cause(key, seq)
                 _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at, known=citing)
             if doc is None:
                 tx.write(
@@ -193,7 +193,7 @@ class Graph:
             flagged = [r["id"] for r in citing]
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
-                cause = f"document-deleted:{key}:{rows[0]['seq']}"
+                cause = _causes.document_deleted_cause(key, rows[0]["seq"])
                 _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, cause, at, known=citing)
             tx.write("MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at})
             tx.write(

@@ -57,6 +57,7 @@ from .history import ConversationHistory
 from .knowledge import Graph, decode_evidence_id, document_node_id, encode_chunk, encode_span
 from .models import DecisionSupport, DocumentSupport, EventSupport
 from .retention import ActivityLog, HistoryRetention
+from .review_sweep import review_until_done
 from .stores import GraphStore
 
 FORMAT_VERSION = 1
@@ -218,8 +219,7 @@ class Importer:
     def _continue_review(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
         traces = self._traces(project, agent)
         if a.pop("until_done", False):
-            while traces.continue_decision_review(**a).more:
-                pass
+            review_until_done(traces)
             return None
         return traces.continue_decision_review(**a)
 
