@@ -18,3 +18,32 @@ class ProjectGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.project_id}"
+
+
+class ApiToken(models.Model):
+    """An agent's key to one project's JSON API (reviewer.api). Only a hash is
+    kept: the token itself is shown once, when a steward creates it. The
+    agent id is the author of what the token writes and the actor the
+    activity log names; it is unique in its project, so it names the token."""
+
+    AGENT, AUTOMATION = "agent", "automation"
+    ROLES = [(AGENT, "agent: records its work"), (AUTOMATION, "automation: reads and reviews")]
+
+    name = models.CharField(max_length=100)
+    project_id = models.CharField(max_length=200)
+    agent_id = models.CharField(max_length=100)
+    role = models.CharField(max_length=20, choices=ROLES, default=AGENT)
+    prefix = models.CharField(max_length=16)  # the token's start, shown so a person can tell tokens apart
+    digest = models.CharField(max_length=64, unique=True)  # sha256 of the token
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project_id", "agent_id"], name="one_token_per_agent")]
+        ordering = ["project_id", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.agent_id}) → {self.project_id}"

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "template_partials.apps.SimpleAppConfig",  # {% partialdef %}; the loader is set in TEMPLATES
+    "ninja",  # the agents' JSON API (reviewer/api)
     "reviewer",
 ]
 
@@ -145,6 +146,12 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)
     if env_bool("DJANGO_BEHIND_PROXY", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# The agents' JSON API (reviewer/api): requests per token per minute, and the
+# largest request body in bytes (Django's own cap, DATA_UPLOAD_MAX_MEMORY_SIZE, stays above it).
+REVIEWER_API_RATE = int(os.environ.get("REVIEWER_API_RATE", "12000"))
+REVIEWER_API_MAX_BODY = int(os.environ.get("REVIEWER_API_MAX_BODY", str(2 * 1024 * 1024)))
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(REVIEWER_API_MAX_BODY + 1024, 2621440)
 
 LOGGING = {
     "version": 1,

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from .views import activity, auth, decisions, documents, events, health, queue, tasks
 
@@ -24,4 +24,5 @@ urlpatterns = [
     path(project + "events/redact", events.redact, name="redact"),
     path(project + "document/", documents.document, name="document"),
     path(project + "activity/", activity.activity, name="activity"),
+    path("api/v1/", include("reviewer.api.urls")),
 ]

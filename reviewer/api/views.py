@@ -1,0 +1,431 @@
+"""The agents' JSON API, ``/api/v1/projects/<project>/…``: the core's public
+services over HTTP, with the core's own models as bodies.
+
+Every request carries a project token (``Authorization: Bearer rvw_…``). The
+token's agent id is the author of what it writes; a token of one project sees
+no other (404); a revoked token is refused (401); an ``automation`` token
+reads and reviews but records no work. A refused write answers the core's
+result, ``{"recorded": false, "error": "<seed code>"}``, with 404 for what is
+not there, 409 for a conflict of state and 422 for refused input. The
+``Idempotency-Key`` header is the write's ``request_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import Header, NinjaAPI, Router
+from ninja.errors import AuthenticationError, HttpError
+from ninja.responses import Status
+from ninja.security import HttpBearer
+
+from core.decisions import DecisionTraces
+from core.history import ConversationHistory
+from core.knowledge import Graph
+from core.models import (
+    ConflictList, CreateTaskResult, Decision, DecisionHit, DecisionPage, DecisionReviewList, Event, EventPage,
+    ReaffirmDecisionResult, RecordDecisionResult, RecordEventResult, RejectDecisionResult, ReviewProgress,
+    ReviewReason, ReviewState, Revision, SetStepResult, StepPage, SupportHistoryPage, TaskView,
+    WriteErrorCode,
+)
+from core.models.knowledge import DocumentErrorCode, DocumentInfo, DocumentVersion, DocumentWriteResult, FetchResult
+from core.stores import GraphStoreError
+
+from ..models import ApiToken
+from ..store import get_store, reset_store
+from . import schemas as s
+from .limits import BodyTooLarge, RateLimited, check_body, check_rate
+from .tokens import find_token, touch
+
+log = logging.getLogger(__name__)
+
+NOT_FOUND = {WriteErrorCode.task_not_found, WriteErrorCode.event_not_found, WriteErrorCode.decision_not_found,
+             DocumentErrorCode.document_not_found}
+CONFLICT = {WriteErrorCode.task_exists, WriteErrorCode.choice_exists, WriteErrorCode.request_id_reused,
+            WriteErrorCode.decision_not_active, WriteErrorCode.cannot_revalidate, DocumentErrorCode.document_exists,
+            DocumentErrorCode.request_id_reused}
+REFUSED = frozenset({404, 409, 422})
+PROBLEMS = {401: s.Problem, 413: s.Problem, 429: s.Problem, 503: s.Problem}
+
+
+class TokenAuth(HttpBearer):
+    """A live token, its body size and its rate, checked before the body is read."""
+
+    openapi_description = "A project token made by a steward (`rvw_…`)."
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        record = find_token(token)
+        if record is None or record.revoked_at is not None:
+            return None
+        check_body(request)
+        check_rate(record.pk)
+        touch(record)
+        return record
+
+
+api = NinjaAPI(
+    title="Reviewer API", version="1", urls_namespace="api", auth=TokenAuth(), docs_url=None,
+    openapi_url="/openapi.json",
+    description="Agents record their work (tasks, events, steps, documents, decisions) and read the review "
+                "state of one project with a project token. Bodies are the core library's models.",
+)
+
+
+# -- errors -------------------------------------------------------------------
+
+
+@api.exception_handler(GraphStoreError)
+def _store_down(request: HttpRequest, exc: GraphStoreError) -> HttpResponse:
+    log.warning("graph store unavailable: %s", exc)
+    reset_store()
+    response = api.create_response(request, {"detail": "the graph store is unavailable; try again"}, status=503)
+    response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(ValueError)
+def _bad_value(request: HttpRequest, exc: ValueError) -> HttpResponse:
+    # the core's answer to a value of the wrong kind (or a malformed evidence id)
+    return api.create_response(request, {"detail": [{"loc": ["body"], "msg": str(exc), "type": "value_error"}]},
+                               status=422)
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if exc.status_code == 400:  # a body that is not JSON
+        return api.create_response(
+            request, {"detail": [{"loc": ["body"], "msg": "the body is not valid JSON", "type": "json_invalid"}]},
+            status=422,
+        )
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = api.create_response(request, {"detail": "a valid, unrevoked project token is needed"}, status=401)
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+@api.exception_handler(RateLimited)
+def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
+    response = api.create_response(request, {"detail": str(exc)}, status=429)
+    response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+@api.exception_handler(BodyTooLarge)
+def _too_large(request: HttpRequest, exc: BodyTooLarge) -> HttpResponse:
+    return api.create_response(request, {"detail": str(exc)}, status=413)
+
+
+# -- the project a token may use --------------------------------------------------
+
+
+@dataclass
+class Agent:
+    """The core services of one project, acting as the token's agent."""
+
+    token: ApiToken
+
+    @cached_property
+    def store(self) -> Any:
+        return get_store()
+
+    @cached_property
+    def history(self) -> ConversationHistory:
+        return ConversationHistory(self.store, project_id=self.token.project_id, agent_id=self.token.agent_id)
+
+    @cached_property
+    def traces(self) -> DecisionTraces:
+        return DecisionTraces(self.store, project_id=self.token.project_id, agent_id=self.token.agent_id)
+
+    @cached_property
+    def graph(self) -> Graph:
+        return Graph(self.store, project_id=self.token.project_id, agent_id=self.token.agent_id)
+
+
+def agent(request: HttpRequest, project: str, *, records: bool = False) -> Agent:
+    """The token's project, as if no other existed; ``records``: the call
+    records work, which an automation token may not."""
+    token: ApiToken = request.auth  # type: ignore[attr-defined]
+    if token.project_id != project:
+        raise Http404("no such project")
+    if records and token.role != ApiToken.AGENT:
+        raise HttpError(403, "an automation token reads and reviews; it records no work")
+    return Agent(token)
+
+
+def status_of(result: Any) -> int:
+    """A write's status: 200 when recorded, else by its error code."""
+    if result.recorded:
+        return 200
+    if result.error in NOT_FOUND:
+        return 404
+    if result.error in CONFLICT:
+        return 409
+    return 422
+
+
+def answer(result: Any) -> Status:
+    return Status(status_of(result), result)
+
+
+def key_header() -> Any:
+    return Header(None, alias="Idempotency-Key", description="The write's request_id (1-64 characters): "
+                                                            "a retry with the same key answers the first result.")
+
+
+def found(value: Any) -> Any:
+    if value is None:
+        raise Http404("not found")
+    return value
+
+
+router = Router(tags=["projects"])
+FORBIDDEN = {403: s.Problem}
+
+# -- tasks, events, steps ------------------------------------------------------------
+
+
+@router.post("/projects/{project}/tasks", response={200: CreateTaskResult, REFUSED: CreateTaskResult, **FORBIDDEN, **PROBLEMS})
+def create_task(request: HttpRequest, project: str, body: s.CreateTask,
+                idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project, records=True).history.create_task(
+        body.name, goal=body.goal, request_id=idempotency_key))
+
+
+@router.get("/projects/{project}/tasks", response={200: s.TaskList, **PROBLEMS})
+def list_tasks(request: HttpRequest, project: str, search: str | None = None, after_name: str | None = None,
+               limit: int = 50) -> Any:
+    tasks, more = agent(request, project).history.list_tasks(search=search, after_name=after_name, limit=limit)
+    return {"tasks": tasks, "more": more}
+
+
+@router.get("/projects/{project}/tasks/{task}", response={200: TaskView, 404: s.Problem, **PROBLEMS})
+def get_task(request: HttpRequest, project: str, task: str) -> Any:
+    return found(agent(request, project).history.get_task(task).view)
+
+
+@router.post("/projects/{project}/tasks/{task}/events", response={200: RecordEventResult, REFUSED: RecordEventResult,
+                                               **FORBIDDEN, **PROBLEMS})
+def record_event(request: HttpRequest, project: str, task: str, body: s.RecordEvent,
+                 idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project, records=True).history.record_event(
+        task, kind=body.kind, payload=body.payload, role=body.role, name=body.name, request_id=idempotency_key))
+
+
+def batch_request_id(key: str, n: int) -> str:
+    """The request id of a batch's n-th event: the key and the place, within
+    the seed's 64 characters."""
+    base = key if len(key) <= 48 else hashlib.sha256(key.encode()).hexdigest()[:48]
+    return f"{base}#{n}"
+
+
+@router.post("/projects/{project}/tasks/{task}/events/batch", response={200: s.EventBatchResult, REFUSED: s.EventBatchResult,
+                                                     **FORBIDDEN, **PROBLEMS})
+def record_events(request: HttpRequest, project: str, task: str, body: s.EventBatch,
+                  idempotency_key: str | None = key_header()) -> Any:
+    history = agent(request, project, records=True).history
+    if idempotency_key is None:
+        try:
+            last = history.load_events(task, [e.model_dump(mode="json") for e in body.events])
+        except ValueError as exc:
+            if str(exc) == WriteErrorCode.task_not_found.value:
+                return Status(404, s.EventBatchResult(recorded=False, error=WriteErrorCode.task_not_found))
+            raise
+        return Status(200, s.EventBatchResult(recorded=True, last_event_seq=last))
+    results = []
+    for n, e in enumerate(body.events):
+        result = history.record_event(task, kind=e.kind, payload=e.payload, role=e.role, name=e.name,
+                                      request_id=batch_request_id(idempotency_key, n))
+        results.append(result)
+        if not result.recorded:
+            return Status(status_of(result), s.EventBatchResult(recorded=False, error=result.error, results=results))
+    last = results[-1].event.seq if results else None
+    return Status(200, s.EventBatchResult(recorded=True, last_event_seq=last, results=results))
+
+
+@router.get("/projects/{project}/tasks/{task}/events", response={200: EventPage, 404: s.Problem, **PROBLEMS})
+def list_events(request: HttpRequest, project: str, task: str, after_seq: int = 0, limit: int = 50) -> Any:
+    page = agent(request, project).history.list_events(task, after_seq=after_seq, limit=limit)
+    if not page.found:
+        raise Http404("no such task")
+    return page
+
+
+@router.get("/projects/{project}/tasks/{task}/events/{seq}", response={200: Event, 404: s.Problem, **PROBLEMS})
+def fetch_event(request: HttpRequest, project: str, task: str, seq: int) -> Any:
+    return found(agent(request, project).history.fetch_event(task, seq).event)
+
+
+@router.put("/projects/{project}/tasks/{task}/steps/{step}", response={200: SetStepResult, REFUSED: SetStepResult,
+                                                    **FORBIDDEN, **PROBLEMS})
+def set_step(request: HttpRequest, project: str, task: str, step: str, body: s.SetStep,
+             idempotency_key: str | None = key_header()) -> Any:
+    supports = None if body.result_supports is None else [x.model_dump() for x in body.result_supports]
+    return answer(agent(request, project, records=True).history.set_step(
+        task, name=step, state=body.state, kind=body.kind, result_event_seq=body.result_event_seq,
+        result_basis=body.result_basis, result_supports=supports, request_id=idempotency_key))
+
+
+@router.get("/projects/{project}/tasks/{task}/steps", response={200: StepPage, **PROBLEMS})
+def list_steps(request: HttpRequest, project: str, task: str, after_name: str | None = None,
+               limit: int = 50) -> Any:
+    return agent(request, project).history.list_steps(task, after_name=after_name, limit=limit)
+
+
+# -- decisions ----------------------------------------------------------------------
+
+
+@router.post("/projects/{project}/tasks/{task}/decisions", response={200: RecordDecisionResult, REFUSED: RecordDecisionResult,
+                                                  **FORBIDDEN, **PROBLEMS})
+def record_decision(request: HttpRequest, project: str, task: str, body: s.RecordDecision,
+                    idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project, records=True).traces.record_decision(
+        task, choice_key=body.choice_key, conclusion=body.conclusion, rationale=body.rationale,
+        supports=[x.model_dump() for x in body.supports], assumptions=body.assumptions,
+        open_questions=body.open_questions, fetched=body.fetched, request_id=idempotency_key))
+
+
+@router.get("/projects/{project}/tasks/{task}/decisions", response={200: DecisionPage, 404: s.Problem, **PROBLEMS})
+def list_decisions(request: HttpRequest, project: str, task: str, include_history: bool = True,
+                   limit: int = 50, offset: int = 0) -> Any:
+    lookup = agent(request, project).traces.list_decisions(
+        task, include_history=include_history, limit=limit, offset=offset)
+    if not lookup.found:
+        raise Http404("no such task")
+    return lookup.page
+
+
+@router.get("/projects/{project}/decisions/{decision_id}", response={200: Decision, 404: s.Problem, **PROBLEMS})
+def get_decision(request: HttpRequest, project: str, decision_id: str) -> Any:
+    return found(agent(request, project).traces.get_decision(decision_id).decision)
+
+
+@router.post("/projects/{project}/decisions/{decision_id}/supersede", response={200: RecordDecisionResult,
+                                                             REFUSED: RecordDecisionResult, **PROBLEMS})
+def supersede_decision(request: HttpRequest, project: str, decision_id: str, body: s.SupersedeDecision,
+                       idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project).traces.supersede_decision(
+        decision_id, conclusion=body.conclusion, rationale=body.rationale, explanation=body.explanation,
+        supports=[x.model_dump() for x in body.supports], assumptions=body.assumptions,
+        open_questions=body.open_questions, fetched=body.fetched, request_id=idempotency_key))
+
+
+@router.post("/projects/{project}/decisions/{decision_id}/reject", response={200: RejectDecisionResult,
+                                                          REFUSED: RejectDecisionResult, **PROBLEMS})
+def reject_decision(request: HttpRequest, project: str, decision_id: str, body: s.RejectDecision,
+                    idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project).traces.reject_decision(
+        decision_id, reason=body.reason, request_id=idempotency_key))
+
+
+@router.post("/projects/{project}/decisions/{decision_id}/reaffirm", response={200: ReaffirmDecisionResult,
+                                                            REFUSED: ReaffirmDecisionResult, **PROBLEMS})
+def reaffirm_decision(request: HttpRequest, project: str, decision_id: str, body: s.ReaffirmDecision,
+                      idempotency_key: str | None = key_header()) -> Any:
+    traces = agent(request, project).traces
+    if body.explanation is None:
+        return answer(traces.reaffirm_decision(decision_id, request_id=idempotency_key))
+    return answer(traces.reaffirm_decision(decision_id, explanation=body.explanation, request_id=idempotency_key))
+
+
+@router.get("/projects/{project}/decisions/{decision_id}/supports", response={200: SupportHistoryPage, **PROBLEMS})
+def list_support_history(request: HttpRequest, project: str, decision_id: str, after_ordinal: int = -1,
+                         limit: int = 20) -> Any:
+    return agent(request, project).traces.list_support_history(decision_id, after_ordinal=after_ordinal,
+                                                               limit=limit)
+
+
+@router.get("/projects/{project}/decisions/{decision_id}/revisions", response={200: list[Revision], **PROBLEMS})
+def list_revisions(request: HttpRequest, project: str, decision_id: str) -> Any:
+    return agent(request, project).traces.list_revisions(decision_id)
+
+
+@router.get("/projects/{project}/review", response={200: DecisionReviewList, **PROBLEMS})
+def list_decisions_for_review(request: HttpRequest, project: str, task: str | None = None,
+                              reason: ReviewReason | None = None, state: ReviewState | None = None,
+                              cause: str | None = None, limit: int = 50, offset: int = 0) -> Any:
+    return agent(request, project).traces.list_decisions_for_review(
+        task, limit=limit, offset=max(0, offset), reason=reason, state=state, root_cause=cause)
+
+
+@router.get("/projects/{project}/review/counts", response={200: dict[str, int], **PROBLEMS})
+def review_counts(request: HttpRequest, project: str) -> Any:
+    return agent(request, project).traces.review_counts()
+
+
+@router.post("/projects/{project}/review/continue", response={200: ReviewProgress, **PROBLEMS})
+def continue_decision_review(request: HttpRequest, project: str, body: s.ContinueReview) -> Any:
+    traces = agent(request, project).traces
+    if body.limit is None:
+        return traces.continue_decision_review()
+    return traces.continue_decision_review(limit=body.limit)
+
+
+@router.get("/projects/{project}/conflicts", response={200: ConflictList, **PROBLEMS})
+def list_conflicts(request: HttpRequest, project: str, task: str | None = None,
+                   after_key: str | None = None) -> Any:
+    return agent(request, project).traces.list_conflicts(task_name=task, after_key=after_key)
+
+
+@router.get("/projects/{project}/search", response={200: list[DecisionHit], **PROBLEMS})
+def search_decisions(request: HttpRequest, project: str, q: str, task: str | None = None, limit: int = 20) -> Any:
+    return agent(request, project).traces.search_decisions(q, task_name=task, limit=limit)
+
+
+# -- documents and evidence ------------------------------------------------------------
+
+
+@router.post("/projects/{project}/documents", response={200: DocumentWriteResult, REFUSED: DocumentWriteResult,
+                                     **FORBIDDEN, **PROBLEMS})
+def add_document(request: HttpRequest, project: str, body: s.Document,
+                 idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project, records=True).graph.add(body.key, body.text, request_id=idempotency_key))
+
+
+@router.put("/projects/{project}/documents", response={200: DocumentWriteResult, REFUSED: DocumentWriteResult,
+                                    **FORBIDDEN, **PROBLEMS})
+def update_document(request: HttpRequest, project: str, body: s.Document,
+                    idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project, records=True).graph.update(body.key, body.text,
+                                                                     request_id=idempotency_key))
+
+
+@router.delete("/projects/{project}/documents", response={200: DocumentWriteResult, REFUSED: DocumentWriteResult,
+                                       **FORBIDDEN, **PROBLEMS})
+def delete_document(request: HttpRequest, project: str, key: str,
+                    idempotency_key: str | None = key_header()) -> Any:
+    return answer(agent(request, project, records=True).graph.delete(key, request_id=idempotency_key))
+
+
+@router.get("/projects/{project}/documents", response={200: DocumentInfo, 404: s.Problem, **PROBLEMS})
+def get_document(request: HttpRequest, project: str, key: str) -> Any:
+    return found(agent(request, project).graph.get_document(key))
+
+
+@router.get("/projects/{project}/documents/versions", response={200: list[DocumentVersion], **PROBLEMS})
+def list_versions(request: HttpRequest, project: str, key: str) -> Any:
+    return agent(request, project).graph.list_versions(key)
+
+
+@router.post("/projects/{project}/evidence/span", response={200: s.EvidenceId, 404: s.Problem, **PROBLEMS})
+def span_evidence_id(request: HttpRequest, project: str, body: s.Span) -> Any:
+    graph = agent(request, project).graph
+    if graph.get_document(body.key) is None:
+        raise Http404("no such document")
+    return {"evidence_id": graph.span_evidence_id(body.key, body.char_start, body.char_end)}
+
+
+@router.get("/projects/{project}/evidence", response={200: FetchResult, **PROBLEMS})
+def fetch(request: HttpRequest, project: str, evidence_id: str, max_chars: int | None = None) -> Any:
+    return agent(request, project).graph.fetch(evidence_id, max_chars=max_chars)
+
+
+api.add_router("", router)
