@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from .views import activity, auth, decisions, documents, events, health, queue, tasks
+from .views import activity, auth, decisions, documents, events, health, queue, tasks, tokens
 
 project = "p/<str:project>/"
 
@@ -24,5 +24,7 @@ urlpatterns = [
     path(project + "events/redact", events.redact, name="redact"),
     path(project + "document/", documents.document, name="document"),
     path(project + "activity/", activity.activity, name="activity"),
+    path(project + "tokens/", tokens.tokens, name="tokens"),
+    path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
     path("api/v1/", include("reviewer.api.urls")),
 ]
