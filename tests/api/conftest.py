@@ -27,11 +27,11 @@ class Api:
     def url(self, tail: str, project: str | None = None) -> str:
         return f"/api/v1/projects/{project or self.project}/{tail.lstrip('/')}"
 
-    def call(self, method: str, tail: str, body: Any = None, *, token: str | None = None, key: str | None = None,
+    def call(self, method: str, tail: str, body: Any = None, *, token: str | None = None, idem: str | None = None,
              project: str | None = None, **query: Any) -> Any:
         headers = {"Authorization": f"Bearer {token or self.token}"}
-        if key is not None:
-            headers["Idempotency-Key"] = key
+        if idem is not None:
+            headers["Idempotency-Key"] = idem
         url = self.url(tail, project)
         send = getattr(self.client, method.lower())
         if method.upper() in ("GET", "DELETE"):
@@ -51,3 +51,6 @@ def api(store: GraphStore, db: None) -> Iterator[Api]:
     yield Api(project, token, review, Client(), store)
     store.drop_project(project)
     shared._store = before
+
+
+from tests.web.conftest import as_, people, story  # noqa: E402,F401  (the dashboard's people, for the tokens page)
