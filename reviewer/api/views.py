@@ -62,13 +62,22 @@ class TokenAuth(HttpBearer):
         record = find_token(token)
         if record is None or record.revoked_at is not None:
             return None
+        match = request.resolver_match
+        if match is not None and match.kwargs.get("project") != record.project_id:
+            # before the body or the query is read: another project's token learns nothing
+            raise Http404("no such project")
         check_body(request)
         check_rate(record.pk)
         touch(record)
         return record
 
 
-api = NinjaAPI(
+class ReviewerApi(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Any) -> str:
+        return operation.view_func.__name__  # the core method's name
+
+
+api = ReviewerApi(
     title="Reviewer API", version="1", urls_namespace="api", auth=TokenAuth(), docs_url=None,
     openapi_url="/openapi.json",
     description="Agents record their work (tasks, events, steps, documents, decisions) and read the review "
@@ -418,9 +427,10 @@ def list_versions(request: HttpRequest, project: str, key: str) -> Any:
 @router.post("/projects/{project}/evidence/span", response={200: s.EvidenceId, 404: s.Problem, **PROBLEMS})
 def span_evidence_id(request: HttpRequest, project: str, body: s.Span) -> Any:
     graph = agent(request, project).graph
-    if graph.get_document(body.key) is None:
-        raise Http404("no such document")
-    return {"evidence_id": graph.span_evidence_id(body.key, body.char_start, body.char_end)}
+    try:
+        return {"evidence_id": graph.span_evidence_id(body.key, body.char_start, body.char_end)}
+    except KeyError:  # no current version (never added, or deleted)
+        raise Http404("no current document of that key") from None
 
 
 @router.get("/projects/{project}/evidence", response={200: FetchResult, **PROBLEMS})

@@ -23,6 +23,8 @@ from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
 from core.retention import HistoryRetention
+from reviewer.api.tokens import create_token
+from reviewer.models import ApiToken
 from reviewer.store import get_store, reset_store
 
 from .conftest import make_user
@@ -169,7 +171,17 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
         "activity": [("GET", "activity/", {}, False, False,
                       ("rejectreason", "reaffirmexplanation", "explanation", "redactreason", "deletereason",
                        "doomedtask", "steward"))],
+        "tokens": [("POST", "tokens/", {"name": hostile("tokenname"), "agent_id": "esc-bot", "role": "agent"},
+                    False, False, ("tokenname",)),
+                   ("POST", "tokens/", {"name": "n", "agent_id": hostile("typedagent"), "role": "agent"},
+                    False, False, ("typedagent",))],
+        "revoke_token": [("POST", f"tokens/{_hostile_token(h).pk}/revoke", {}, True, False, ("revokedname",))],
     }
+
+
+def _hostile_token(h: Hostile) -> ApiToken:
+    found = ApiToken.objects.filter(project_id=h.project, agent_id="esc-revoked").first()
+    return found or create_token(project_id=h.project, name=hostile("revokedname"), agent_id="esc-revoked")[0]
 
 
 def route_names() -> set[str]:
@@ -180,6 +192,7 @@ def route_names() -> set[str]:
 ROUTES = sorted([
     "home", "healthz", "login", "logout", "overview", "queue", "sweep", "decision", "reaffirm", "supersede",
     "reject", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document", "activity",
+    "tokens", "revoke_token",
 ])
 
 

@@ -20,6 +20,8 @@ from django.urls import URLPattern, get_resolver, reverse
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import ActivityLog
+from reviewer.api.tokens import create_token
+from reviewer.models import ApiToken
 from reviewer.store import get_store
 
 from .conftest import PASSWORD, Story
@@ -31,7 +33,8 @@ PAGES = {"home", "healthz", "login", "logout", "overview", "queue", "decision", 
          "events", "document", "activity"}
 # Actions, with the least role that may take them.
 ACTIONS = {"reaffirm": "reviewer", "supersede": "reviewer", "reject": "reviewer",
-           "sweep": "steward", "redact": "steward", "delete_task": "steward"}
+           "sweep": "steward", "redact": "steward", "delete_task": "steward",
+           "tokens": "steward", "revoke_token": "steward"}
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
 
@@ -54,11 +57,24 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
     if name == "delete_task":
         return reverse(name, kwargs=project), {"name": "on-call", "reason": "test task", "confirm": "on",
                                                 "include_decisions": "on", "request_id": "sec-delete"}
+    if name == "tokens":
+        return reverse(name, kwargs=project), {"name": "sweep bot", "agent_id": "sweep-bot", "role": "agent"}
+    if name == "revoke_token":
+        return reverse(name, kwargs={**project, "token_id": _token(story).pk}), {}
     return reverse(name, kwargs=project), {}
 
 
+def _token(story: Story) -> ApiToken:
+    """The project's API token that the revoke action aims at."""
+    found = ApiToken.objects.filter(project_id=story.project, agent_id="sec-bot").first()
+    return found or create_token(project_id=story.project, name="sec", agent_id="sec-bot")[0]
+
+
 def state(story: Story) -> tuple[Any, ...]:
-    """Everything a person's action could change, read through the core."""
+    """Everything a person's action could change, read through the core (and
+    the project's API tokens)."""
+    tokens = tuple(ApiToken.objects.filter(project_id=story.project).values_list("agent_id", "revoked_at")
+                   .order_by("agent_id")) if _token(story) else ()
     store = get_store()
     traces = DecisionTraces(store, project_id=story.project, agent_id="audit")
     history = ConversationHistory(store, project_id=story.project, agent_id="audit")
@@ -72,6 +88,7 @@ def state(story: Story) -> tuple[Any, ...]:
         history.get_task("on-call").found,
         len(ActivityLog(store, project_id=story.project).list(limit=200)),
         traces.review_counts(),
+        tokens,
     )
 
 
@@ -96,7 +113,7 @@ def test_every_action_with_a_lower_role_is_403_and_changes_nothing(story: Story,
         client = as_(role)
         assert client.post(url, data).status_code == 403, (name, role)
         assert client.post(url, data, HTTP_HX_REQUEST="true").status_code == 403, (name, role)
-        if name in ("redact", "delete_task"):  # their confirmation pages are stewards' too
+        if name in ("redact", "delete_task", "tokens"):  # their confirmation pages are stewards' too
             assert client.get(url, {"event_id": story.event_id, "name": "on-call"}).status_code == 403
     assert state(story) == before
 
@@ -173,3 +190,86 @@ def test_no_password_or_secret_reaches_logs_or_pages(
         assert secret not in logged, secret
         assert secret not in shown, secret
     assert "127.0.0.1:1" in logged  # the store trouble itself is logged, without its password
+
+
+# -- the agents' JSON API: every operation declares who may call it ----------------------
+
+#: Each API operation (its operationId, the core method's name) and its audience: ``read`` (any token
+#: of the project), ``record`` (agent tokens only), ``review`` (agent and automation tokens).
+API_OPERATIONS = {
+    "list_tasks": "read", "get_task": "read", "list_events": "read", "fetch_event": "read", "list_steps": "read",
+    "list_decisions": "read", "get_decision": "read", "list_support_history": "read", "list_revisions": "read",
+    "list_decisions_for_review": "read", "review_counts": "read", "list_conflicts": "read",
+    "search_decisions": "read", "get_document": "read", "list_versions": "read", "fetch": "read",
+    "span_evidence_id": "read",
+    "create_task": "record", "record_event": "record", "record_events": "record", "set_step": "record",
+    "record_decision": "record", "add_document": "record", "update_document": "record",
+    "delete_document": "record",
+    "supersede_decision": "review", "reject_decision": "review", "reaffirm_decision": "review",
+    "continue_decision_review": "review",
+}
+API_BODIES = {
+    "create_task": {"name": "api-task", "goal": "g"}, "record_event": {"kind": "note", "payload": "x"},
+    "record_events": {"events": [{"kind": "note", "payload": "x"}]},
+    "set_step": {"state": "completed"},
+    "record_decision": {"choice_key": "k", "conclusion": "c", "rationale": "r",
+                        "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]},
+    "add_document": {"key": "new-doc", "text": "x"}, "update_document": {"key": "adr", "text": "x"},
+    "supersede_decision": {"conclusion": "c", "rationale": "r", "explanation": "e",
+                           "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]},
+    "reject_decision": {"reason": "no"}, "reaffirm_decision": {}, "continue_decision_review": {},
+    "span_evidence_id": {"key": "adr", "char_start": 0, "char_end": 3},
+}
+API_QUERY = {"key": "adr", "q": "Postgres", "evidence_id": "x"}
+
+
+def api_operations(story: Story) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(operationId, method, url, query) of every operation in the API's own schema."""
+    from reviewer.api.views import api
+
+    values = {"project": story.project, "task": "choose-db", "decision_id": story.moved, "seq": "1", "step": "s1"}
+    found = []
+    for path, item in api.get_openapi_schema()["paths"].items():
+        for method, op in item.items():
+            query = {p["name"]: API_QUERY[p["name"]] for p in op.get("parameters", [])
+                     if p["in"] == "query" and p.get("required")}
+            found.append((op["operationId"], method.upper(), path.format(**values), query))
+    return found
+
+
+def call_api(client: Client, method: str, url: str, query: dict[str, Any], body: Any, token: str | None) -> Any:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if method in ("GET", "DELETE"):
+        return getattr(client, method.lower())(url, query, headers=headers) if method == "GET" else \
+            client.delete(url + "?" + "&".join(f"{k}={v}" for k, v in query.items()), headers=headers)
+    return getattr(client, method.lower())(url, body or {}, content_type="application/json", headers=headers)
+
+
+def test_every_api_operation_has_a_declared_audience(story: Story) -> None:
+    assert {op for op, *_ in api_operations(story)} == set(API_OPERATIONS), \
+        "a new API operation needs a place in API_OPERATIONS"
+
+
+def test_every_api_operation_refuses_those_it_is_not_for_and_changes_nothing(story: Story, db: None) -> None:
+    from reviewer.api.tokens import revoke
+
+    agent = create_token(project_id=story.project, name="a", agent_id="api-agent")[1]
+    automation = create_token(project_id=story.project, name="b", agent_id="api-auto", role="automation")[1]
+    foreign = create_token(project_id="elsewhere", name="c", agent_id="api-foreign")[1]
+    revoked_record, revoked = create_token(project_id=story.project, name="d", agent_id="api-revoked")
+    revoke(revoked_record)
+    client = Client()
+    before = state(story)
+    for op, method, url, query in api_operations(story):
+        body = API_BODIES.get(op)
+        for token in (None, revoked, "rvw_forged"):
+            assert call_api(client, method, url, query, body, token).status_code == 401, (op, token)
+        assert call_api(client, method, url, query, body, foreign).status_code == 404, op
+        if API_OPERATIONS[op] == "record":
+            assert call_api(client, method, url, query, body, automation).status_code == 403, op
+    assert state(story) == before
+    # the other side: the right token is let in (what the core then answers is its own business)
+    for op, method, url, query in api_operations(story):
+        token = automation if API_OPERATIONS[op] != "record" else agent
+        status = call_api(client, method, url, query, API_BODIES.get(op), token).status_code
+        assert status not in (401, 403) and status < 500, (op, status)
