@@ -181,3 +181,6 @@ def test_reads_of_what_is_not_there_are_404(api: Api) -> None:
                  "decisions/00000000-0000-0000-0000-000000000000", "decisions/not-a-uuid"):
         assert api.call("GET", tail).status_code == 404, tail
     assert api.call("GET", "documents", key="nope").status_code == 404
+    api.call("POST", "documents", {"key": "gone", "text": "soon deleted"})
+    api.call("DELETE", "documents", key="gone")
+    assert api.call("POST", "evidence/span", {"key": "gone", "char_start": 0, "char_end": 4}).status_code == 404
