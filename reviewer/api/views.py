@@ -15,14 +15,17 @@ from __future__ import annotations
 import hashlib
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import Header, NinjaAPI, Router
 from ninja.errors import AuthenticationError, HttpError
-from ninja.responses import Status
+from ninja.renderers import JSONRenderer
+from ninja.responses import NinjaJSONEncoder, Status
 from ninja.security import HttpBearer
+from pydantic import TypeAdapter
 
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
@@ -72,13 +75,28 @@ class TokenAuth(HttpBearer):
         return record
 
 
+class _Encoder(NinjaJSONEncoder):
+    """Times as the core's models write them (Django's encoder would cut
+    them to milliseconds, so the API would answer other values than the
+    library)."""
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, datetime):
+            return TypeAdapter(datetime).dump_python(o, mode="json")
+        return super().default(o)
+
+
+class _Renderer(JSONRenderer):
+    encoder_class = _Encoder
+
+
 class ReviewerApi(NinjaAPI):
     def get_openapi_operation_id(self, operation: Any) -> str:
         return operation.view_func.__name__  # the core method's name
 
 
 api = ReviewerApi(
-    title="Reviewer API", version="1", urls_namespace="api", auth=TokenAuth(), docs_url=None,
+    title="Reviewer API", version="1", renderer=_Renderer(), urls_namespace="api", auth=TokenAuth(), docs_url=None,
     openapi_url="/openapi.json",
     description="Agents record their work (tasks, events, steps, documents, decisions) and read the review "
                 "state of one project with a project token. Bodies are the core library's models.",
@@ -379,9 +397,9 @@ def continue_decision_review(request: HttpRequest, project: str, body: s.Continu
 
 
 @router.get("/projects/{project}/conflicts", response={200: ConflictList, **PROBLEMS})
-def list_conflicts(request: HttpRequest, project: str, task: str | None = None,
+def list_conflicts(request: HttpRequest, project: str, task: str | None = None, max_groups: int = 50,
                    after_key: str | None = None) -> Any:
-    return agent(request, project).traces.list_conflicts(task_name=task, after_key=after_key)
+    return agent(request, project).traces.list_conflicts(task_name=task, max_groups=max_groups, after_key=after_key)
 
 
 @router.get("/projects/{project}/search", response={200: list[DecisionHit], **PROBLEMS})

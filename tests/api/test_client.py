@@ -1,0 +1,73 @@
+"""core.client: the core services' names, arguments and models over HTTP."""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from core import client
+from core.decisions import DecisionTraces
+from core.history import ConversationHistory
+from core.knowledge import Graph
+from core.models import EventPage, RecordEventResult
+from core.stores import GraphStore, GraphStoreError
+from reviewer import store as shared
+from reviewer.api.tokens import create_token
+
+PAIRS = [(client.ConversationHistory, ConversationHistory), (client.DecisionTraces, DecisionTraces),
+         (client.Graph, Graph)]
+
+
+@pytest.mark.parametrize("remote, local", PAIRS, ids=lambda c: c.__name__ if isinstance(c, type) else "")
+def test_every_client_method_is_a_core_method_with_the_same_parameters(remote: type, local: type) -> None:
+    for name, method in inspect.getmembers(remote, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        assert hasattr(local, name), f"{local.__name__} has no {name}"
+        mine = list(inspect.signature(method).parameters)
+        theirs = list(inspect.signature(getattr(local, name)).parameters)
+        assert mine == theirs, (name, mine, theirs)
+
+
+@pytest.fixture
+def remote(store: GraphStore, transactional_db: None, live_server: Any) -> Iterator[tuple[Any, str]]:
+    before = shared._store
+    shared._store = store
+    project = "client-" + uuid.uuid4().hex[:8]
+    _, token = create_token(project_id=project, name="c", agent_id="planner")
+    yield client.connect(live_server.url, token=token), project
+    store.drop_project(project)
+    shared._store = before
+
+
+def test_the_client_answers_as_the_library_does(remote: tuple[Any, str], store: GraphStore) -> None:
+    portal, project = remote
+    history = client.ConversationHistory(portal, project_id=project, agent_id="planner")
+    local = ConversationHistory(store, project_id=project, agent_id="planner")
+    assert history.create_task("t", goal="g").recorded
+    made = history.record_event("t", kind="note", payload="x", request_id="r1")
+    assert isinstance(made, RecordEventResult) and made == history.record_event("t", kind="note", payload="x",
+                                                                                  request_id="r1")
+    assert history.load_events("t", [{"kind": "note", "payload": "y"}]) == 2
+    assert history.list_events("t") == local.list_events("t")  # to the microsecond
+    assert history.list_events("missing") == EventPage(found=False)
+    assert history.get_task("t") == local.get_task("t")
+    assert history.fetch_event("t", 9).found is False
+    refused = history.record_event("missing", kind="note", payload="x")
+    assert not refused.recorded and refused.error.value == "task_not_found"
+    with pytest.raises(ValueError, match="kind"):
+        history.record_event("t", kind="shout", payload="x")
+    graph = client.Graph(portal, project_id=project, agent_id="planner")
+    graph.add("d", "Some text here.")
+    assert graph.current_text("d") == "Some text here."
+    assert graph.get_document("nope") is None
+
+
+def test_an_unreachable_portal_raises_graph_store_error() -> None:
+    portal = client.connect("http://127.0.0.1:1", token="rvw_x", retries=0)
+    with pytest.raises(GraphStoreError):
+        client.ConversationHistory(portal, project_id="p").get_task("t")
