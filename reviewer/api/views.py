@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -154,6 +156,31 @@ def _too_large(request: HttpRequest, exc: BodyTooLarge) -> HttpResponse:
 # -- the project a token may use --------------------------------------------------
 
 
+_SERVICES_KEPT = 512
+_services: OrderedDict[tuple[int, str, str, str], Any] = OrderedDict()
+_services_lock = threading.Lock()
+
+
+def _service(kind: type, store: Any, project_id: str, agent_id: str) -> Any:
+    """One service object per store, project, agent and kind, kept between
+    requests: ``record_event`` keeps the last event number it saw per task
+    and then writes in one statement (a compare-and-set that falls back to
+    the full unit when another writer got there first), as an agent using the
+    library does. The objects are safe to share between threads."""
+    key = (id(store), kind.__name__, project_id, agent_id)
+    with _services_lock:
+        found = _services.get(key)
+        if found is not None and found.store is store:
+            _services.move_to_end(key)
+            return found
+    made = kind(store, project_id=project_id, agent_id=agent_id)
+    with _services_lock:
+        _services[key] = made
+        while len(_services) > _SERVICES_KEPT:
+            _services.popitem(last=False)
+    return made
+
+
 @dataclass
 class Agent:
     """The core services of one project, acting as the token's agent."""
@@ -166,15 +193,15 @@ class Agent:
 
     @cached_property
     def history(self) -> ConversationHistory:
-        return ConversationHistory(self.store, project_id=self.token.project_id, agent_id=self.token.agent_id)
+        return _service(ConversationHistory, self.store, self.token.project_id, self.token.agent_id)
 
     @cached_property
     def traces(self) -> DecisionTraces:
-        return DecisionTraces(self.store, project_id=self.token.project_id, agent_id=self.token.agent_id)
+        return _service(DecisionTraces, self.store, self.token.project_id, self.token.agent_id)
 
     @cached_property
     def graph(self) -> Graph:
-        return Graph(self.store, project_id=self.token.project_id, agent_id=self.token.agent_id)
+        return _service(Graph, self.store, self.token.project_id, self.token.agent_id)
 
 
 def agent(request: HttpRequest, project: str, *, records: bool = False) -> Agent:
