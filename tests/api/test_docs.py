@@ -3,28 +3,42 @@ against a live server."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+import uvicorn
 
 from core.history import ConversationHistory
 from core.stores import GraphStore
 from reviewer import store as shared
+from reviewer.api.mcp_server import build_server
 from reviewer.api.tokens import create_token
+
+from .test_mcp import connected, free_port, result
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"
 
 
-def block(lang: str) -> str:
+def blocks(lang: str) -> list[str]:
     found = re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(), re.S)
     assert found, lang
-    return found[-1] if lang == "sh" else found[0]
+    return found
+
+
+def block(lang: str) -> str:
+    """The curl session (the sh block that calls curl) or the first block."""
+    found = blocks(lang)
+    return next(b for b in found if "curl" in b) if lang == "sh" else found[0]
 
 
 @pytest.fixture
@@ -56,3 +70,29 @@ def test_the_python_client_example_runs(portal: tuple[str, str, str], store: Gra
     exec(compile(code, "docs/api.md", "exec"), {})  # noqa: S102 - our own documentation
     view = ConversationHistory(store, project_id=project, agent_id="audit").get_task("pick-cache").view
     assert view.decision_count == 1 and view.decisions[0].author == "planner"
+
+
+def test_the_mcp_configuration_opens_a_session(portal: tuple[str, str, str], store: GraphStore) -> None:
+    url, token, project = portal
+    command = next(b for b in blocks("sh") if "mcp_server" in b)
+    port = int(re.search(r"--port (\d+)", command).group(1))
+    config = json.loads(block("json"))["mcpServers"]["reviewer"]
+    assert config["type"] == "http" and config["url"] == f"http://127.0.0.1:{port}/mcp"
+    mine = free_port()  # the documented port may be taken on a test machine
+    server = uvicorn.Server(uvicorn.Config(build_server(url, port=mine).streamable_http_app(), host="127.0.0.1",
+                                           port=mine, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    headers = {k: v.replace("rvw_your_token", token) for k, v in config["headers"].items()}
+
+    async def session() -> Any:
+        async with connected(config["url"].replace(str(port), str(mine)), headers) as s:
+            return await s.call_tool("create_task", {"project": project, "name": "via-mcp", "goal": "g"})
+
+    try:
+        assert result(anyio.run(session))["task"]["author"] == "planner"
+    finally:
+        server.should_exit = True
+        thread.join(10)
