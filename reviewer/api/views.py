@@ -54,8 +54,24 @@ NOT_FOUND = {WriteErrorCode.task_not_found, WriteErrorCode.event_not_found, Writ
 CONFLICT = {WriteErrorCode.task_exists, WriteErrorCode.choice_exists, WriteErrorCode.request_id_reused,
             WriteErrorCode.decision_not_active, WriteErrorCode.cannot_revalidate, DocumentErrorCode.document_exists,
             DocumentErrorCode.request_id_reused}
-REFUSED = frozenset({404, 409, 422})
 PROBLEMS = {401: s.Problem, 413: s.Problem, 429: s.Problem, 503: s.Problem}
+
+
+def reads(model: Any) -> dict[int, Any]:
+    """The answers of a read: the model, or a problem (404: the project or
+    the thing is not there; 422: bad input)."""
+    return {200: model, 404: s.Problem, 422: s.Problem, **PROBLEMS}
+
+
+def reviews(result: Any) -> dict[int, Any]:
+    """The answers of a write: its result (refused: 404, 409, 422 with the
+    seed's code), or a problem (404: no such project; 422: bad input)."""
+    return {200: result, 404: result | s.Problem, 409: result, 422: result | s.Problem, **PROBLEMS}
+
+
+def records(result: Any) -> dict[int, Any]:
+    """A write that records work: an automation token may not (403)."""
+    return {**reviews(result), 403: s.Problem}
 
 
 class TokenAuth(HttpBearer):
@@ -242,32 +258,30 @@ def found(value: Any) -> Any:
 
 
 router = Router(tags=["projects"])
-FORBIDDEN = {403: s.Problem}
 
 # -- tasks, events, steps ------------------------------------------------------------
 
 
-@router.post("/projects/{project}/tasks", response={200: CreateTaskResult, REFUSED: CreateTaskResult, **FORBIDDEN, **PROBLEMS})
+@router.post("/projects/{project}/tasks", response=records(CreateTaskResult))
 def create_task(request: HttpRequest, project: str, body: s.CreateTask,
                 idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).history.create_task(
         body.name, goal=body.goal, request_id=idempotency_key))
 
 
-@router.get("/projects/{project}/tasks", response={200: s.TaskList, **PROBLEMS})
+@router.get("/projects/{project}/tasks", response=reads(s.TaskList))
 def list_tasks(request: HttpRequest, project: str, search: str | None = None, after_name: str | None = None,
                limit: int = 50) -> Any:
     tasks, more = agent(request, project).history.list_tasks(search=search, after_name=after_name, limit=limit)
     return {"tasks": tasks, "more": more}
 
 
-@router.get("/projects/{project}/tasks/{task}", response={200: TaskView, 404: s.Problem, **PROBLEMS})
+@router.get("/projects/{project}/tasks/{task}", response=reads(TaskView))
 def get_task(request: HttpRequest, project: str, task: str) -> Any:
     return found(agent(request, project).history.get_task(task).view)
 
 
-@router.post("/projects/{project}/tasks/{task}/events", response={200: RecordEventResult, REFUSED: RecordEventResult,
-                                               **FORBIDDEN, **PROBLEMS})
+@router.post("/projects/{project}/tasks/{task}/events", response=records(RecordEventResult))
 def record_event(request: HttpRequest, project: str, task: str, body: s.RecordEvent,
                  idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).history.record_event(
@@ -281,8 +295,7 @@ def batch_request_id(key: str, n: int) -> str:
     return f"{base}#{n}"
 
 
-@router.post("/projects/{project}/tasks/{task}/events/batch", response={200: s.EventBatchResult, REFUSED: s.EventBatchResult,
-                                                     **FORBIDDEN, **PROBLEMS})
+@router.post("/projects/{project}/tasks/{task}/events/batch", response=records(s.EventBatchResult))
 def record_events(request: HttpRequest, project: str, task: str, body: s.EventBatch,
                   idempotency_key: str | None = key_header()) -> Any:
     history = agent(request, project, records=True).history
@@ -305,7 +318,7 @@ def record_events(request: HttpRequest, project: str, task: str, body: s.EventBa
     return Status(200, s.EventBatchResult(recorded=True, last_event_seq=last, results=results))
 
 
-@router.get("/projects/{project}/tasks/{task}/events", response={200: EventPage, 404: s.Problem, **PROBLEMS})
+@router.get("/projects/{project}/tasks/{task}/events", response=reads(EventPage))
 def list_events(request: HttpRequest, project: str, task: str, after_seq: int = 0, limit: int = 50) -> Any:
     page = agent(request, project).history.list_events(task, after_seq=after_seq, limit=limit)
     if not page.found:
@@ -313,13 +326,12 @@ def list_events(request: HttpRequest, project: str, task: str, after_seq: int = 
     return page
 
 
-@router.get("/projects/{project}/tasks/{task}/events/{seq}", response={200: Event, 404: s.Problem, **PROBLEMS})
+@router.get("/projects/{project}/tasks/{task}/events/{seq}", response=reads(Event))
 def fetch_event(request: HttpRequest, project: str, task: str, seq: int) -> Any:
     return found(agent(request, project).history.fetch_event(task, seq).event)
 
 
-@router.put("/projects/{project}/tasks/{task}/steps/{step}", response={200: SetStepResult, REFUSED: SetStepResult,
-                                                    **FORBIDDEN, **PROBLEMS})
+@router.put("/projects/{project}/tasks/{task}/steps/{step}", response=records(SetStepResult))
 def set_step(request: HttpRequest, project: str, task: str, step: str, body: s.SetStep,
              idempotency_key: str | None = key_header()) -> Any:
     supports = None if body.result_supports is None else [x.model_dump() for x in body.result_supports]
@@ -328,7 +340,7 @@ def set_step(request: HttpRequest, project: str, task: str, step: str, body: s.S
         result_basis=body.result_basis, result_supports=supports, request_id=idempotency_key))
 
 
-@router.get("/projects/{project}/tasks/{task}/steps", response={200: StepPage, **PROBLEMS})
+@router.get("/projects/{project}/tasks/{task}/steps", response=reads(StepPage))
 def list_steps(request: HttpRequest, project: str, task: str, after_name: str | None = None,
                limit: int = 50) -> Any:
     return agent(request, project).history.list_steps(task, after_name=after_name, limit=limit)
@@ -337,8 +349,7 @@ def list_steps(request: HttpRequest, project: str, task: str, after_name: str | 
 # -- decisions ----------------------------------------------------------------------
 
 
-@router.post("/projects/{project}/tasks/{task}/decisions", response={200: RecordDecisionResult, REFUSED: RecordDecisionResult,
-                                                  **FORBIDDEN, **PROBLEMS})
+@router.post("/projects/{project}/tasks/{task}/decisions", response=records(RecordDecisionResult))
 def record_decision(request: HttpRequest, project: str, task: str, body: s.RecordDecision,
                     idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).traces.record_decision(
@@ -347,7 +358,7 @@ def record_decision(request: HttpRequest, project: str, task: str, body: s.Recor
         open_questions=body.open_questions, fetched=body.fetched, request_id=idempotency_key))
 
 
-@router.get("/projects/{project}/tasks/{task}/decisions", response={200: DecisionPage, 404: s.Problem, **PROBLEMS})
+@router.get("/projects/{project}/tasks/{task}/decisions", response=reads(DecisionPage))
 def list_decisions(request: HttpRequest, project: str, task: str, include_history: bool = True,
                    limit: int = 50, offset: int = 0) -> Any:
     lookup = agent(request, project).traces.list_decisions(
@@ -357,13 +368,12 @@ def list_decisions(request: HttpRequest, project: str, task: str, include_histor
     return lookup.page
 
 
-@router.get("/projects/{project}/decisions/{decision_id}", response={200: Decision, 404: s.Problem, **PROBLEMS})
+@router.get("/projects/{project}/decisions/{decision_id}", response=reads(Decision))
 def get_decision(request: HttpRequest, project: str, decision_id: str) -> Any:
     return found(agent(request, project).traces.get_decision(decision_id).decision)
 
 
-@router.post("/projects/{project}/decisions/{decision_id}/supersede", response={200: RecordDecisionResult,
-                                                             REFUSED: RecordDecisionResult, **PROBLEMS})
+@router.post("/projects/{project}/decisions/{decision_id}/supersede", response=reviews(RecordDecisionResult))
 def supersede_decision(request: HttpRequest, project: str, decision_id: str, body: s.SupersedeDecision,
                        idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project).traces.supersede_decision(
@@ -372,16 +382,14 @@ def supersede_decision(request: HttpRequest, project: str, decision_id: str, bod
         open_questions=body.open_questions, fetched=body.fetched, request_id=idempotency_key))
 
 
-@router.post("/projects/{project}/decisions/{decision_id}/reject", response={200: RejectDecisionResult,
-                                                          REFUSED: RejectDecisionResult, **PROBLEMS})
+@router.post("/projects/{project}/decisions/{decision_id}/reject", response=reviews(RejectDecisionResult))
 def reject_decision(request: HttpRequest, project: str, decision_id: str, body: s.RejectDecision,
                     idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project).traces.reject_decision(
         decision_id, reason=body.reason, request_id=idempotency_key))
 
 
-@router.post("/projects/{project}/decisions/{decision_id}/reaffirm", response={200: ReaffirmDecisionResult,
-                                                            REFUSED: ReaffirmDecisionResult, **PROBLEMS})
+@router.post("/projects/{project}/decisions/{decision_id}/reaffirm", response=reviews(ReaffirmDecisionResult))
 def reaffirm_decision(request: HttpRequest, project: str, decision_id: str, body: s.ReaffirmDecision,
                       idempotency_key: str | None = key_header()) -> Any:
     traces = agent(request, project).traces
@@ -390,19 +398,19 @@ def reaffirm_decision(request: HttpRequest, project: str, decision_id: str, body
     return answer(traces.reaffirm_decision(decision_id, explanation=body.explanation, request_id=idempotency_key))
 
 
-@router.get("/projects/{project}/decisions/{decision_id}/supports", response={200: SupportHistoryPage, **PROBLEMS})
+@router.get("/projects/{project}/decisions/{decision_id}/supports", response=reads(SupportHistoryPage))
 def list_support_history(request: HttpRequest, project: str, decision_id: str, after_ordinal: int = -1,
                          limit: int = 20) -> Any:
     return agent(request, project).traces.list_support_history(decision_id, after_ordinal=after_ordinal,
                                                                limit=limit)
 
 
-@router.get("/projects/{project}/decisions/{decision_id}/revisions", response={200: list[Revision], **PROBLEMS})
+@router.get("/projects/{project}/decisions/{decision_id}/revisions", response=reads(list[Revision]))
 def list_revisions(request: HttpRequest, project: str, decision_id: str) -> Any:
     return agent(request, project).traces.list_revisions(decision_id)
 
 
-@router.get("/projects/{project}/review", response={200: DecisionReviewList, **PROBLEMS})
+@router.get("/projects/{project}/review", response=reads(DecisionReviewList))
 def list_decisions_for_review(request: HttpRequest, project: str, task: str | None = None,
                               reason: ReviewReason | None = None, state: ReviewState | None = None,
                               cause: str | None = None, limit: int = 50, offset: int = 0) -> Any:
@@ -410,12 +418,12 @@ def list_decisions_for_review(request: HttpRequest, project: str, task: str | No
         task, limit=limit, offset=max(0, offset), reason=reason, state=state, root_cause=cause)
 
 
-@router.get("/projects/{project}/review/counts", response={200: dict[str, int], **PROBLEMS})
+@router.get("/projects/{project}/review/counts", response=reads(dict[str, int]))
 def review_counts(request: HttpRequest, project: str) -> Any:
     return agent(request, project).traces.review_counts()
 
 
-@router.post("/projects/{project}/review/continue", response={200: ReviewProgress, **PROBLEMS})
+@router.post("/projects/{project}/review/continue", response=reads(ReviewProgress))
 def continue_decision_review(request: HttpRequest, project: str, body: s.ContinueReview) -> Any:
     traces = agent(request, project).traces
     if body.limit is None:
@@ -423,13 +431,13 @@ def continue_decision_review(request: HttpRequest, project: str, body: s.Continu
     return traces.continue_decision_review(limit=body.limit)
 
 
-@router.get("/projects/{project}/conflicts", response={200: ConflictList, **PROBLEMS})
+@router.get("/projects/{project}/conflicts", response=reads(ConflictList))
 def list_conflicts(request: HttpRequest, project: str, task: str | None = None, max_groups: int = 50,
                    after_key: str | None = None) -> Any:
     return agent(request, project).traces.list_conflicts(task_name=task, max_groups=max_groups, after_key=after_key)
 
 
-@router.get("/projects/{project}/search", response={200: list[DecisionHit], **PROBLEMS})
+@router.get("/projects/{project}/search", response=reads(list[DecisionHit]))
 def search_decisions(request: HttpRequest, project: str, q: str, task: str | None = None, limit: int = 20) -> Any:
     return agent(request, project).traces.search_decisions(q, task_name=task, limit=limit)
 
@@ -437,39 +445,36 @@ def search_decisions(request: HttpRequest, project: str, q: str, task: str | Non
 # -- documents and evidence ------------------------------------------------------------
 
 
-@router.post("/projects/{project}/documents", response={200: DocumentWriteResult, REFUSED: DocumentWriteResult,
-                                     **FORBIDDEN, **PROBLEMS})
+@router.post("/projects/{project}/documents", response=records(DocumentWriteResult))
 def add_document(request: HttpRequest, project: str, body: s.Document,
                  idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).graph.add(body.key, body.text, request_id=idempotency_key))
 
 
-@router.put("/projects/{project}/documents", response={200: DocumentWriteResult, REFUSED: DocumentWriteResult,
-                                    **FORBIDDEN, **PROBLEMS})
+@router.put("/projects/{project}/documents", response=records(DocumentWriteResult))
 def update_document(request: HttpRequest, project: str, body: s.Document,
                     idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).graph.update(body.key, body.text,
                                                                      request_id=idempotency_key))
 
 
-@router.delete("/projects/{project}/documents", response={200: DocumentWriteResult, REFUSED: DocumentWriteResult,
-                                       **FORBIDDEN, **PROBLEMS})
+@router.delete("/projects/{project}/documents", response=records(DocumentWriteResult))
 def delete_document(request: HttpRequest, project: str, key: str,
                     idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).graph.delete(key, request_id=idempotency_key))
 
 
-@router.get("/projects/{project}/documents", response={200: DocumentInfo, 404: s.Problem, **PROBLEMS})
+@router.get("/projects/{project}/documents", response=reads(DocumentInfo))
 def get_document(request: HttpRequest, project: str, key: str) -> Any:
     return found(agent(request, project).graph.get_document(key))
 
 
-@router.get("/projects/{project}/documents/versions", response={200: list[DocumentVersion], **PROBLEMS})
+@router.get("/projects/{project}/documents/versions", response=reads(list[DocumentVersion]))
 def list_versions(request: HttpRequest, project: str, key: str) -> Any:
     return agent(request, project).graph.list_versions(key)
 
 
-@router.post("/projects/{project}/evidence/span", response={200: s.EvidenceId, 404: s.Problem, **PROBLEMS})
+@router.post("/projects/{project}/evidence/span", response=reads(s.EvidenceId))
 def span_evidence_id(request: HttpRequest, project: str, body: s.Span) -> Any:
     graph = agent(request, project).graph
     try:
@@ -478,7 +483,7 @@ def span_evidence_id(request: HttpRequest, project: str, body: s.Span) -> Any:
         raise Http404("no current document of that key") from None
 
 
-@router.get("/projects/{project}/evidence", response={200: FetchResult, **PROBLEMS})
+@router.get("/projects/{project}/evidence", response=reads(FetchResult))
 def fetch(request: HttpRequest, project: str, evidence_id: str, max_chars: int | None = None) -> Any:
     return agent(request, project).graph.fetch(evidence_id, max_chars=max_chars)
 
