@@ -273,3 +273,31 @@ def test_every_api_operation_refuses_those_it_is_not_for_and_changes_nothing(sto
         token = automation if API_OPERATIONS[op] != "record" else agent
         status = call_api(client, method, url, query, API_BODIES.get(op), token).status_code
         assert status not in (401, 403) and status < 500, (op, status)
+
+
+def test_every_route_under_the_api_is_an_operation_or_a_public_page(story: Story) -> None:
+    """The API's include: its operations are swept above; anything else
+    under /api/v1/ must be one of these public pages (the schema and its
+    docs hold no project data)."""
+    from django.urls import URLResolver
+
+    public = {"api_docs", "openapi-json", "api-root"}  # api-root: ninja's index of the API
+    api = next(p for p in get_resolver().url_patterns if isinstance(p, URLResolver) and "api/v1" in str(p.pattern))
+    names: set[str] = set()
+
+    def walk(patterns: Any) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                walk(p.url_patterns)
+            elif p.name:
+                names.add(p.name)
+
+    walk(api.url_patterns)
+    operations = {op for op, *_ in api_operations(story)}
+    ninja_named = {n for n in names if n not in public}
+    # ninja names a route after the first operation on its path
+    assert ninja_named <= operations, ninja_named - operations
+    assert public <= names
+    for url, status in (("/api/v1/docs", 200), ("/api/v1/openapi.json", 200), ("/api/v1/", 404)):
+        response = Client().get(url)
+        assert response.status_code == status and story.project.encode() not in response.content, url
