@@ -139,10 +139,12 @@ def over_http(server: Server, project: str, tokens: list[str], per_agent: int) -
 
 def in_library(store: GraphStore, project: str, agents: int, per_agent: int) -> tuple[float, list[float]]:
     latencies: list[list[float]] = [[] for _ in range(agents)]
+    histories = [ConversationHistory(store, project_id=project, agent_id=f"lib-{n}") for n in range(agents)]
+    for n, h in enumerate(histories):
+        h.create_task(f"lib-{n}", goal="benchmark")
 
     def agent(n: int) -> None:
-        history = ConversationHistory(store, project_id=project, agent_id=f"lib-{n}")
-        history.create_task(f"lib-{n}", goal="benchmark")
+        history = histories[n]
         for i in range(per_agent):
             start = time.perf_counter()
             history.record_event(f"lib-{n}", kind="tool_result", name="search", payload=f"agent {n} result {i} " * 8)
