@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
+import time
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -48,11 +50,35 @@ def create_token(*, project_id: str, name: str, agent_id: str, role: str = ApiTo
     return record, token
 
 
+#: How long a process trusts a token it has looked up, in seconds: a revocation
+#: in this process (the tokens page) counts at once; one made by another
+#: process (another worker, the command) within this time.
+TRUST_SECONDS = 2.0
+_seen: dict[str, tuple[float, ApiToken | None]] = {}
+_seen_lock = threading.Lock()
+
+
 def find_token(token: str) -> ApiToken | None:
     """The token's record (revoked ones too: the caller answers 401 for them)."""
     if not token.startswith(PREFIX) or len(token) > 200:
         return None
-    return ApiToken.objects.filter(digest=digest(token)).first()
+    key = digest(token)
+    now = time.monotonic()
+    with _seen_lock:
+        found = _seen.get(key)
+    if found is not None and now - found[0] < TRUST_SECONDS:
+        return found[1]
+    record = ApiToken.objects.filter(digest=key).first()
+    with _seen_lock:
+        if len(_seen) > 10_000:
+            _seen.clear()
+        _seen[key] = (now, record)
+    return record
+
+
+def forget(record: ApiToken) -> None:
+    with _seen_lock:
+        _seen.pop(record.digest, None)
 
 
 def touch(record: ApiToken) -> None:
@@ -68,3 +94,4 @@ def revoke(record: ApiToken) -> None:
     if record.revoked_at is None:
         record.revoked_at = timezone.now()
         record.save(update_fields=["revoked_at"])
+    forget(record)

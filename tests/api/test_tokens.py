@@ -163,3 +163,17 @@ def test_only_stewards_of_the_project_may_open_the_tokens_page(as_: Any, story: 
     assert ApiToken.objects.filter(project_id=story.project).count() == 1
     record.refresh_from_db()
     assert record.revoked_at is None
+
+
+def test_a_revocation_by_another_process_counts_within_the_trust_time(api: Api, monkeypatch: Any) -> None:
+    import time
+
+    from django.utils import timezone
+
+    from reviewer.api import tokens
+
+    monkeypatch.setattr(tokens, "TRUST_SECONDS", 0.2)
+    assert api.call("GET", "tasks").status_code == 200  # looked up and trusted for a moment
+    ApiToken.objects.filter(agent_id="planner", project_id=api.project).update(revoked_at=timezone.now())  # elsewhere
+    time.sleep(0.3)
+    assert api.call("GET", "tasks").status_code == 401
