@@ -39,7 +39,7 @@ from core.models import (
     WriteErrorCode,
 )
 from core.models.knowledge import DocumentErrorCode, DocumentInfo, DocumentVersion, DocumentWriteResult, FetchResult
-from core.stores import GraphStoreError
+from core.stores import GraphStoreError, GraphStoreWriteConflictError
 
 from ..models import ApiToken
 from ..store import get_store, reset_store
@@ -126,6 +126,13 @@ api = ReviewerApi(
 
 @api.exception_handler(GraphStoreError)
 def _store_down(request: HttpRequest, exc: GraphStoreError) -> HttpResponse:
+    if isinstance(exc, GraphStoreWriteConflictError):
+        # the store answers, but other writers kept winning: nothing was written; the store stays open
+        log.warning("write gave up under contention: %s", exc)
+        response = api.create_response(request, {"detail": "too many writers at once; nothing was written, "
+                                                           "try again"}, status=503)
+        response["Retry-After"] = "1"
+        return response
     log.warning("graph store unavailable: %s", exc)
     reset_store()
     response = api.create_response(request, {"detail": "the graph store is unavailable; try again"}, status=503)

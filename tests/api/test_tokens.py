@@ -177,3 +177,16 @@ def test_a_revocation_by_another_process_counts_within_the_trust_time(api: Api, 
     ApiToken.objects.filter(agent_id="planner", project_id=api.project).update(revoked_at=timezone.now())  # elsewhere
     time.sleep(0.3)
     assert api.call("GET", "tasks").status_code == 401
+
+
+def test_a_write_that_gives_up_under_contention_is_503_and_keeps_the_store_open(api: Api, monkeypatch: Any) -> None:
+    from core.history import ConversationHistory as History
+    from core.stores import GraphStoreWriteConflictError
+
+    def contended(*args: Any, **kwargs: Any) -> Any:
+        raise GraphStoreWriteConflictError("gave up after 64 attempts: other writers kept changing the project")
+
+    monkeypatch.setattr(History, "create_task", contended)
+    answer = api.call("POST", "tasks", {"name": "t", "goal": "g"})
+    assert answer.status_code == 503 and answer["Retry-After"] == "1"
+    assert shared._store is api.store  # not closed under the other requests' feet
