@@ -91,6 +91,24 @@ class SupersedeForm(ActionForm):
         return _lines(self.cleaned_data.get("add", ""))
 
 
+class GroupActionForm(ActionForm):
+    """A group action's confirmation: one note (the reaffirm explanation, or
+    the reason every rejection records)."""
+
+    prefix_id = "group"
+
+    action = forms.ChoiceField(choices=[("reaffirm", "reaffirm"), ("reject", "reject")])
+    note = forms.CharField(max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    confirm = forms.BooleanField(error_messages={"required": "Tick the box to confirm."})
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean()
+        data["note"] = (data.get("note") or "").strip()
+        if data.get("action") == "reject" and not data["note"]:
+            self.add_error("note", "Say why these decisions are rejected.")
+        return data
+
+
 class RedactForm(ActionForm):
     prefix_id = "redact"
 

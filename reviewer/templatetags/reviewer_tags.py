@@ -41,6 +41,12 @@ def enum(value: object) -> str:
     return str(getattr(value, "value", value) or "").replace("_", " ")
 
 
+@register.filter
+def get(mapping: object, key: object) -> object:
+    """``mapping[key]``, or None (a page's lookup tables, e.g. activity links)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None
+
+
 @register.simple_tag
 def request_id() -> str:
     """A fresh request id for one form: each card's actions act once, and

@@ -41,7 +41,8 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     task_name, seq, event = preview.task_name, preview.seq, preview.event
     if request.method == "GET":
         form = RedactForm(initial={"request_id": new_request_id(), "event_id": event_id})
-        return render(request, "reviewer/redact.html", {"form": form, "event": event, "task_name": task_name})
+        return render(request, "reviewer/redact.html", {"form": form, "event": event, "task_name": task_name,
+                                                        "flags": p.views.redaction_flags(event_id)})
     form = RedactForm(request.POST)
     error = None
     if form.is_valid():
@@ -49,9 +50,11 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
                                           request_id=form.cleaned_data["request_id"])
         if result.recorded:
             flagged = len(result.affected_decision_ids)
-            messages.success(request, f"Event {seq} redacted; {flagged} citing decision(s) flagged for review.")
+            messages.success(request, f"Event {seq} redacted; {flagged} citing decision{'' if flagged == 1 else 's'} "
+                                      "flagged for review.")
             events_page = reverse("events", kwargs={"project": p.id})
             return redirect(events_page + "?" + urlencode({"task": task_name}))
         error = RETENTION_ERRORS[result.error]
-    context = {"form": form, "event": event, "task_name": task_name, "error": error or "Check the form."}
+    context = {"form": form, "event": event, "task_name": task_name, "error": error or "Check the form.",
+               "flags": p.views.redaction_flags(event_id)}
     return render(request, "reviewer/redact.html", context, status=400)

@@ -41,6 +41,7 @@ def test_every_page_renders_for_a_viewer_without_action_buttons(story: Story, as
         response = client.get(url)
         assert response.status_code == 200, url
         assert b"Reaffirm</button>" not in response.content, url
+        assert b"and next</button>" not in response.content, url
         assert b"redact\xe2\x80\xa6" not in response.content, url
 
 
@@ -48,9 +49,9 @@ def test_the_queue_groups_flags_by_root_cause_and_shows_counts(story: Story, as_
     body = as_("reviewer").get(f"/p/{story.project}/review/").content.decode()
     assert "Document “adr” changed (version 2)" in body and "Document “oncall” changed (version 2)" in body
     assert body.count('class="card decision-card') == 2
-    assert "Reaffirm</button>" in body
+    assert "Reaffirm and next</button>" in body
     overview = as_("reviewer").get(f"/p/{story.project}/").content.decode()
-    assert "<strong>2</strong> need review" in overview and "<strong>1</strong> conflict groups" in overview
+    assert "<strong>2</strong> need review" in overview and "<strong>1</strong> conflict group</a>" in overview
 
 
 def test_the_decision_page_shows_recorded_against_current_text(story: Story, as_: Any) -> None:
@@ -128,7 +129,7 @@ def test_reaffirm_with_htmx_returns_the_card_and_counters(story: Story, as_: Any
     )
     body = response.content.decode()
     assert response.status_code == 200 and f'id="d-{story.moved}"' in body and "Reaffirmed" in body
-    assert 'hx-swap-oob="true"' in body and "<strong>1</strong> need review" in body
+    assert 'hx-swap-oob="true"' in body and "<strong>1</strong> needs review" in body
 
 
 def test_a_refused_reaffirm_says_why_in_a_sentence(story: Story, as_: Any) -> None:

@@ -140,6 +140,14 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
                   ("GET", "review/", {"task": hostile("filtertask"), "cause": hostile("filtercause")}, False, False,
                    ())],
         "sweep": [("POST", "review/sweep", {}, True, True, ())],
+        "group": [("GET", "review/group", {"cause": f"document:{h.doc_key}:2", "action": "reaffirm"}, False, False,
+                   ("dockey",)),
+                  ("POST", "review/group", {"cause": f"document:{h.doc_key}:2", "action": "reject", "confirm": "on",
+                                            "note": hostile("typedgroupnote"), "request_id": "esc-5",
+                                            "decision": h.first}, False, False, ("dockey",))],
+        "queue_act": [("POST", f"review/{h.first}/reject", {"request_id": "esc-6", "reason": hostile("typedreason"),
+                                                            "cause": hostile("flowcause"), "filters": "task=x"},
+                       True, True, ("choice",))],
         "decision": [("GET", decision, {}, False, False,
                       ("conclusion", "rationale", "assumption", "question", "choice", "dockey", "task", "agent",
                        "depchoice", "othertask")),
@@ -178,7 +186,7 @@ def route_names() -> set[str]:
 
 #: The routes the sweep visits: every one of the URL configuration.
 ROUTES = sorted([
-    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "decision", "reaffirm", "supersede",
+    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "group", "queue_act", "decision", "reaffirm", "supersede",
     "reject", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document", "activity",
 ])
 

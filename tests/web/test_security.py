@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"home", "healthz", "login", "logout", "overview", "queue", "decision", "conflicts", "tasks", "task",
          "events", "document", "activity"}
 # Actions, with the least role that may take them.
-ACTIONS = {"reaffirm": "reviewer", "supersede": "reviewer", "reject": "reviewer",
-           "sweep": "steward", "redact": "steward", "delete_task": "steward"}
+ACTIONS = {"reaffirm": "reviewer", "supersede": "reviewer", "reject": "reviewer", "queue_act": "reviewer",
+           "group": "reviewer", "sweep": "steward", "redact": "steward", "delete_task": "steward"}
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
 
@@ -48,6 +48,12 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
                 "conclusion": "Postgres, again", "rationale": "The ADR still says so.",
                 "add": "event choose-db 1"}
         return url, data
+    if name == "queue_act":
+        url = reverse(name, kwargs={**project, "decision_id": story.moved, "action": "reaffirm"})
+        return url, {"request_id": "sec-flow", "explanation": "Still holds.", "cause": "", "filters": ""}
+    if name == "group":
+        return reverse(name, kwargs=project), {"cause": "document:adr:2", "action": "reaffirm", "confirm": "on",
+                                                "request_id": "sec-group", "decision": story.moved}
     if name == "redact":
         return reverse(name, kwargs=project), {"event_id": story.event_id, "reason": "personal data",
                                                 "confirm": "on", "request_id": "sec-redact"}
@@ -96,8 +102,8 @@ def test_every_action_with_a_lower_role_is_403_and_changes_nothing(story: Story,
         client = as_(role)
         assert client.post(url, data).status_code == 403, (name, role)
         assert client.post(url, data, HTTP_HX_REQUEST="true").status_code == 403, (name, role)
-        if name in ("redact", "delete_task"):  # their confirmation pages are stewards' too
-            assert client.get(url, {"event_id": story.event_id, "name": "on-call"}).status_code == 403
+        if name in ("redact", "delete_task", "group"):  # their confirmation pages are for the same role
+            assert client.get(url, {"event_id": story.event_id, "name": "on-call", "cause": "x"}).status_code == 403
     assert state(story) == before
 
 
