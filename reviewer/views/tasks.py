@@ -63,8 +63,9 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
         result = p.retention.delete_task(name, include_decisions=form.cleaned_data["include_decisions"],
                                          reason=form.cleaned_data["reason"], request_id=form.cleaned_data["request_id"])
         if result.recorded:
-            flagged = len(result.affected_decision_ids)
-            messages.success(request, f"Task “{name}” deleted; {flagged} decision{'' if flagged == 1 else 's'} "
+            flagged, removed = len(result.affected_decision_ids), preview.decisions
+            gone = f"{removed} decision{'' if removed == 1 else 's'} removed; " if include else ""
+            messages.success(request, f"Task “{name}” deleted: {gone}{flagged} decision{'' if flagged == 1 else 's'} "
                                       "elsewhere flagged for review.")
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
