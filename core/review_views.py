@@ -446,13 +446,17 @@ class ReviewViews:
         if not rows or rows[0]["pos"] is None:
             return None
         where, params = self._flow_where(cause=cause)
+        # positions are 64-bit; a store may compare them as doubles, so the
+        # order is decided here on the exact values read back
+        at = (rows[0]["pos"], str(decision_id))
         after = self.store.read(
             self.project_id,
-            f"MATCH (d:Decision) WHERE {where} AND d.id <> $id AND (d.queue_pos > $pos OR "
-            "(d.queue_pos = $pos AND d.id > $id)) WITH d ORDER BY d.queue_pos, d.id LIMIT 1 RETURN d.id AS id",
-            {**params, "id": str(decision_id), "pos": rows[0]["pos"]},
+            f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $pos AND d.id <> $id "
+            "WITH d ORDER BY d.queue_pos, d.id LIMIT 1100 RETURN d.id AS id, d.queue_pos AS pos",
+            {**params, "id": str(decision_id), "pos": rows[0]["pos"] - 512},  # a double step at 2**61 is 256
         )
-        return after[0]["id"] if after else None
+        later = sorted((r["pos"], r["id"]) for r in after if (r["pos"], r["id"]) > at)
+        return later[0][1] if later else None
 
     def queue_progress(self, cause: str | None, *, group_total: int = 0, filters: dict[str, str] | None = None,
                        next_id: str | None = None) -> QueueProgress:

@@ -122,7 +122,10 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
     group_total = _int(request.POST.get("group_total"), 0)
     filters = _flow_filters(request.POST)
     next_id = p.views.next_in_group(str(d.id), cause)
-    form = FLOW_ACTIONS[action](request.POST)
+    data = request.POST.copy()
+    if action == "reaffirm" and not data.get("explanation", "").strip():
+        data["explanation"] = DEFAULT_REAFFIRM_EXPLANATION  # the note is optional
+    form = FLOW_ACTIONS[action](data)
     error = None
     if not form.is_valid():
         error = "Say why the decision is rejected." if action == "reject" else "Check the form."
