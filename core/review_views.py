@@ -471,10 +471,29 @@ class ReviewViews:
         total = max(group_total, left_in_group)
         f = filters or {}
         left = self.queue_count(task=f.get("task"), reason=f.get("reason"), state=f.get("state"), cause=f.get("cause"))
-        return QueueProgress(
-            cause=cause, position=min(total, total - left_in_group + 1) if left_in_group else total,
-            group_total=total, group_left=left_in_group, queue_left=left, next_id=next_id,
+        # where the next decision stands in the group as the page showed it:
+        # what was settled since, and what is still open before it
+        ahead = self._open_before(next_id, cause) if next_id and cause is not None else 0
+        position = min(total, total - left_in_group + ahead + 1) if left_in_group else total
+        return QueueProgress(cause=cause, position=position, group_total=total, group_left=left_in_group,
+                             queue_left=left, next_id=next_id)
+
+    def _open_before(self, decision_id: str, cause: str) -> int:
+        """How many open decisions of the group stand before ``decision_id``
+        in queue order (exact on 64-bit positions, see ``next_in_group``)."""
+        rows = self.store.read(
+            self.project_id, "MATCH (x:Decision {id: $id}) RETURN x.queue_pos AS pos", {"id": str(decision_id)}
         )
+        if not rows or rows[0]["pos"] is None:
+            return 0
+        pos = rows[0]["pos"]
+        where, params = self._flow_where(cause=cause)
+        far = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} AND d.queue_pos < $lo "
+                              "RETURN count(d) AS n", {**params, "lo": pos - 1024})[0]["n"]
+        near = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $lo "
+                               "AND d.queue_pos <= $hi RETURN d.id AS id, d.queue_pos AS pos",
+                               {**params, "lo": pos - 1024, "hi": pos + 1024})
+        return far + sum(1 for r in near if (r["pos"], r["id"]) < (pos, str(decision_id)))
 
     def group_sizes(self, causes: list[str]) -> dict[str, int]:
         """How many open decisions each root cause ("" for none) holds now."""

@@ -92,7 +92,8 @@ def test_reaffirm_and_next_lands_on_the_next_of_the_group_and_updates_in_place(
     settled = re.search(r'<article class="card settled" id="d-([^"]+)" data-next="([^"]*)"', body)
     assert settled and settled.group(1) == did and settled.group(2) == f"d-{after}"
     progress = re.search(r'<p id="progress"[^>]*hx-swap-oob="true"\s*>([^<]*)</p>', body)
-    assert progress and " ".join(progress.group(1).split()) == "2 of 5 in this group, 6 left in the queue."
+    position = group.ids.index(after) + 1  # the next one, where it stood in the group
+    assert progress and " ".join(progress.group(1).split()) == f"{position} of 5 in this group, 6 left in the queue."
     assert re.search(r'<span id="queue-count" class="muted" hx-swap-oob="true"\s*>6 decisions', body)
     assert "<strong>6</strong> need review" in body  # counters too
 
