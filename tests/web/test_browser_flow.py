@@ -158,14 +158,14 @@ def test_every_page_fits_the_screen_without_a_console_error(
     page.fill("#id_password", PASSWORD)
     with page.expect_navigation():
         page.click("button[type=submit]")
-    for path in every_page(story, group.ids):
+    for i, path in enumerate(every_page(story, group.ids)):
         response = page.goto(f"{live_server.url}{path}")
         assert response is not None and response.status == 200, path
         page.wait_for_load_state("load")
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, (path, overflow)
         name = path.split("/p/", 1)[-1].split("/", 1)[-1].split("?")[0].strip("/").replace("/", "-") or "home"
-        shot(page, f"w{width}-{name}")
+        shot(page, f"w{width}-{i:02d}-{name.split('-')[0] if name.startswith('decisions') else name}")
     page.goto(f"{live_server.url}/p/{story.project}/nothing-here/")
     assert page.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
     problems = [p for p in problems if "/nothing-here/" not in p]  # the 404 document itself is an error
