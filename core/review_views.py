@@ -381,7 +381,8 @@ class ReviewViews:
     # place that says whether reaffirming can succeed now; a per-decision
     # "what can succeed now and why not" model may later answer it instead.
 
-    GROUP_SHOWN = 100
+    #: a group action previews and acts on this many at a time (the page stays fast; the rest follow)
+    GROUP_SHOWN = 50
 
     def reaffirm_refusal(self, decision: Decision, *, queued: bool = False) -> str | None:
         """Why reaffirming ``decision`` cannot succeed now, or None when it can:
@@ -459,7 +460,7 @@ class ReviewViews:
         return later[0][1] if later else None
 
     def queue_progress(self, cause: str | None, *, group_total: int = 0, filters: dict[str, str] | None = None,
-                       next_id: str | None = None) -> QueueProgress:
+                       next_id: str | None = None, counts: dict[str, int] | None = None) -> QueueProgress:
         """The line "3 of 8 in this group, 5 left in the queue": ``group_total``
         is the group's size when the page was read (carried by its forms), so
         the position counts what was settled since, by anyone."""
@@ -470,7 +471,11 @@ class ReviewViews:
                 self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
         total = max(group_total, left_in_group)
         f = filters or {}
-        left = self.queue_count(task=f.get("task"), reason=f.get("reason"), state=f.get("state"), cause=f.get("cause"))
+        if counts is not None and not f:
+            left = counts["needs_review"] + counts["unknown"]
+        else:
+            left = self.queue_count(task=f.get("task"), reason=f.get("reason"), state=f.get("state"),
+                                    cause=f.get("cause"))
         # where the next decision stands in the group as the page showed it:
         # what was settled since, and what is still open before it
         ahead = self._open_before(next_id, cause) if next_id and cause is not None else 0
@@ -531,7 +536,13 @@ class ReviewViews:
         if state not in (None, ReviewState.needs_review.value, ReviewState.unknown.value):
             state = None
         page = max(1, page)
+        tasks, more = self.history.list_tasks(search=task, limit=50)
+        if len(tasks) == 1 and tasks[0].name == task:  # the one task: its kept count and remembered head
+            return self.queue_page(task=task, reason=reason, state=state, cause=cause, page=page, page_size=page_size)
         where, params = self._flow_where(task=task, reason=reason, state=state, cause=cause)
+        if not more:  # a few tasks: their queues through the task index
+            where = where.replace("toLower(d.task_name) CONTAINS toLower($task)", "d.task_id IN $tids")
+            params["tids"] = [c.task_id(self.project_id, t.name) for t in tasks]
         count = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
         rows = self.store.read(
             self.project_id,

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.decisions import DEFAULT_REAFFIRM_EXPLANATION
 from core.models import ReviewReason, WriteErrorCode
+from core.review_views import GroupReview
 from core.review_sweep import review_until_done
 
 from .. import access
@@ -147,11 +148,12 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
         messages.success(request, f"{done}: {d.choice_key} ({d.task_name}).")
         return redirect(back + (f"#d-{next_id}" if next_id else ""))
     fresh = p.traces.get_decision(str(d.id)).decision or d
+    counts = p.traces.review_counts()
     progress = p.views.queue_progress(cause, group_total=group_total, filters=filters,
-                                      next_id=None if error else next_id)
+                                      next_id=None if error else next_id, counts=counts)
     context = {
         "d": fresh, "done": done, "error": error, "error_form": action if error else None,
-        "forms": {action: form}, "progress": progress, "counts": p.traces.review_counts(),
+        "forms": {action: form}, "progress": progress, "counts": counts,
         "queue_left": progress.queue_left, "oob": True, "flow": True, "cause": cause, "group_total": group_total,
         "filters_qs": urlencode(filters), "filters": filters,
     }
@@ -173,13 +175,13 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
     action = _param(source, "action", 20)
     if action not in FLOW_ACTIONS:
         action = "reaffirm"
-    review = p.views.group_review(cause, action=action)
-    context: dict[str, Any] = {"g": review, "action": action, "cause": cause, "request_id": new_request_id()}
+    context: dict[str, Any] = {"action": action, "cause": cause, "request_id": new_request_id()}
     if request.method == "GET":
-        return render(request, "reviewer/group.html", context)
+        return render(request, "reviewer/group.html", {**context, "g": p.views.group_review(cause, action=action)})
     form = GroupActionForm(request.POST)
     if not form.is_valid():
-        context.update(form=form, error="Tick the box to confirm, and give a reason to reject.")
+        context.update(form=form, error="Tick the box to confirm, and give a reason to reject.",
+                       g=p.views.group_review(cause, action=action))
         return render(request, "reviewer/group.html", context, status=400)
     ids = [i for i in request.POST.getlist("decision")[: p.views.GROUP_SHOWN] if _is_uuid(i)]
     by_id = p.traces.get_decisions(ids)
@@ -201,8 +203,10 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
         else:
             why = p.views.reaffirm_refusal(d) if result.error is WriteErrorCode.cannot_revalidate else None
             refused.append((d, why or WRITE_ERRORS[result.error]))
-    context.update(done=done, refused=refused, acted=True, counts=p.traces.review_counts(),
-                   g=p.views.group_review(cause, action=action))
+    left = p.views.group_sizes([cause])[cause]
+    context.update(done=done, refused=refused, acted=True, left=left,
+                   g=GroupReview(cause=cause, label=p.views.cause_labels([cause])[cause], action=action, items=[],
+                                 count=left, truncated=False))
     return render(request, "reviewer/group.html", context)
 
 
