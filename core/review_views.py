@@ -414,6 +414,19 @@ class ReviewViews:
             return f"it depends on {dep.choice_key}, which needs review"
         return None
 
+    def retired_by(self, decision_id: str) -> str | None:
+        """Who took ``decision_id`` out of review, in a sentence ("carol
+        rejected it: duplicate", "it was superseded by revision 2"), or None
+        while it is active: what a refusal caused by another person says."""
+        d = self.traces.get_decision(str(decision_id)).decision
+        if d is None:
+            return "it no longer exists"
+        if d.status.value == "rejected":
+            return f"{d.rejected_by} rejected it" + (f": {d.rejection_reason}" if d.rejection_reason else "")
+        if d.status.value == "superseded":
+            return f"it was superseded by revision {d.revision + 1}"
+        return None
+
     def group_review(self, cause: str, *, action: str = "reaffirm") -> GroupReview:
         """The open decisions of one root-cause group (queue order, the first
         ``GROUP_SHOWN``), each with why reaffirming it cannot succeed now: what
@@ -447,17 +460,13 @@ class ReviewViews:
         if not rows or rows[0]["pos"] is None:
             return None
         where, params = self._flow_where(cause=cause)
-        # positions are 64-bit; a store may compare them as doubles, so the
-        # order is decided here on the exact values read back
-        at = (rows[0]["pos"], str(decision_id))
         after = self.store.read(
             self.project_id,
-            f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $pos AND d.id <> $id "
-            "WITH d ORDER BY d.queue_pos, d.id LIMIT 1100 RETURN d.id AS id, d.queue_pos AS pos",
-            {**params, "id": str(decision_id), "pos": rows[0]["pos"] - 512},  # a double step at 2**61 is 256
+            f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $lo "
+            f"WITH d WHERE {_AFTER} WITH d ORDER BY d.queue_pos, d.id LIMIT 1 RETURN d.id AS id",
+            {**params, "id": str(decision_id), "pos": rows[0]["pos"], "lo": rows[0]["pos"] - _MARGIN},
         )
-        later = sorted((r["pos"], r["id"]) for r in after if (r["pos"], r["id"]) > at)
-        return later[0][1] if later else None
+        return after[0]["id"] if after else None
 
     def queue_progress(self, cause: str | None, *, group_total: int = 0, filters: dict[str, str] | None = None,
                        next_id: str | None = None, counts: dict[str, int] | None = None) -> QueueProgress:
@@ -491,14 +500,12 @@ class ReviewViews:
         )
         if not rows or rows[0]["pos"] is None:
             return 0
-        pos = rows[0]["pos"]
         where, params = self._flow_where(cause=cause)
-        far = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} AND d.queue_pos < $lo "
-                              "RETURN count(d) AS n", {**params, "lo": pos - 1024})[0]["n"]
-        near = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $lo "
-                               "AND d.queue_pos <= $hi RETURN d.id AS id, d.queue_pos AS pos",
-                               {**params, "lo": pos - 1024, "hi": pos + 1024})
-        return far + sum(1 for r in near if (r["pos"], r["id"]) < (pos, str(decision_id)))
+        return self.store.read(
+            self.project_id,
+            f"MATCH (d:Decision) WHERE {where} AND d.queue_pos <= $hi WITH d WHERE {_BEFORE} RETURN count(d) AS n",
+            {**params, "id": str(decision_id), "pos": rows[0]["pos"], "hi": rows[0]["pos"] + _MARGIN},
+        )[0]["n"]
 
     def group_sizes(self, causes: list[str]) -> dict[str, int]:
         """How many open decisions each root cause ("" for none) holds now."""
@@ -630,6 +637,15 @@ class ReviewViews:
             f"RETURN {_DECISION_FIELDS}",
             {"id": str(event_id).lower(), "p": self.project_id},
         )]
+
+
+#: Queue positions are 64-bit; FalkorDB's range index compares them as
+#: doubles (a step of 256 at their size), so a range lookup takes a margin
+#: and the exact order is decided on the value itself (``+ 0`` keeps the
+#: comparison off the index).
+_MARGIN = 1024
+_AFTER = "(d.queue_pos + 0 > $pos OR (d.queue_pos + 0 = $pos AND d.id > $id))"
+_BEFORE = "(d.queue_pos + 0 < $pos OR (d.queue_pos + 0 = $pos AND d.id < $id))"
 
 
 class GroupItem(_View):

@@ -139,6 +139,9 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
                                               request_id=form.cleaned_data["request_id"])
         if not result.recorded:
             error = WRITE_ERRORS[result.error]
+            if result.error is WriteErrorCode.decision_not_active:
+                by = p.views.retired_by(str(d.id))
+                error = f"Nothing done: {by}." if by else error
     done = None if error else ("Reaffirmed" if action == "reaffirm" else "Rejected")
     if not request.htmx:
         back = reverse("queue", kwargs={"project": p.id}) + ("?" + urlencode(filters) if filters else "")
@@ -201,7 +204,11 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
         if result.recorded:
             done.append(d)
         else:
-            why = p.views.reaffirm_refusal(d) if result.error is WriteErrorCode.cannot_revalidate else None
+            why = None
+            if result.error is WriteErrorCode.cannot_revalidate:
+                why = p.views.reaffirm_refusal(d)
+            elif result.error is WriteErrorCode.decision_not_active:
+                why = p.views.retired_by(did)
             refused.append((d, why or WRITE_ERRORS[result.error]))
     left = p.views.group_sizes([cause])[cause]
     context.update(done=done, refused=refused, acted=True, left=left,

@@ -115,11 +115,37 @@ def test_a_group_reaffirm_reports_the_one_refused(
     with page.expect_navigation():
         page.click("#group-confirm button[type=submit]")
     text = page.locator(".result").inner_text()
-    assert "Done: 3" in text and "Refused: 1" in text and "no longer active" in text
+    assert "Done: 3" in text and "Refused: 1" in text and "carol rejected it: duplicate" in text
     shot(page, "group-result")
     for did in group.unchanged:
         d = traces(story).get_decision(did).decision
         assert d.review_state is ReviewState.clear, did
+    assert not page.errors  # type: ignore[attr-defined]
+    page.context.close()
+
+
+def test_the_queue_after_one_reaffirm_and_next(
+    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any  # noqa: F811
+) -> None:
+    """The whole queue, one decision of the group settled by ``r``: the
+    settled line, the focus on the next of the group, the progress line and
+    the heading count (the README's screenshot)."""
+    page = login(browser, live_server, "rita")
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    page.goto(f"{live_server.url}/p/{story.project}/review/")
+    first = group.unchanged[0]
+    while focused(page) != f"d-{first}":
+        page.keyboard.press("j")
+    page.keyboard.press("r")
+    settle(page, first)
+    after = group.ids[group.ids.index(first) + 1]
+    assert focused(page) == f"d-{after}"
+    progress = " ".join(page.locator("#progress").inner_text().split())
+    assert progress == f"{group.ids.index(after) + 1} of 5 in this group, 6 left in the queue."
+    assert page.locator("#queue-count").inner_text().strip() == "6 decisions"
+    assert page.locator("#counts .count").first.inner_text().split() == ["6", "need", "review"]
+    page.locator(f"#d-{first}").scroll_into_view_if_needed()
+    shot(page, "review-queue-flow")
     assert not page.errors  # type: ignore[attr-defined]
     page.context.close()
 

@@ -145,7 +145,7 @@ def test_the_group_action_acts_on_each_and_reports_what_was_refused(story: Story
     assert "Done: 3" in body and "Refused: 1" in body
     refused = body.split("Refused: 1", 1)[1]
     rejected_key = DecisionTraces(get_store(), project_id=story.project, agent_id="t").get_decision(rejected)
-    assert rejected_key.decision.choice_key in refused and "no longer active" in refused
+    assert rejected_key.decision.choice_key in refused and "carol rejected it: duplicate" in refused
     for did in (first, *rest):
         assert state(story, did) == (DecisionStatus.active, ReviewState.clear)
     again = client.post(f"/p/{story.project}/review/group", data).content.decode()  # a resubmit acts once

@@ -83,7 +83,8 @@ def test_counters_refresh_after_a_refused_action(story: Story, as_: Any) -> None
                            {"request_id": "rita-1", "reason": "wrong", "cause": "document:oncall:2", "filters": ""},
                            HTTP_HX_REQUEST="true")
     body = response.content.decode()
-    assert response.status_code == 200 and 'role="alert"' in body  # refused, and says so
+    assert response.status_code == 200 and 'role="alert"' in body  # refused, and says who acted first
+    assert "Nothing done: carol rejected it: duplicate." in body
     counts = section(body, '<div id="counts"', "</div>")
     assert 'hx-swap-oob="true"' in counts and "<strong>1</strong> needs review" in counts
 
