@@ -17,7 +17,8 @@ Per backend:
   benchmark's project (``--decisions`` decisions, a tenth of them flagged by
   one document update, so one root-cause group of 10,000): the queue page,
   the group preview (reaffirm and reject), the group action on ten decisions,
-  and reaffirm / reject "and next".
+  and reaffirm / reject "and next"; and, for reference in the same run, the
+  reaffirm the decision page posts (one core write and a redirect).
 """
 
 from __future__ import annotations
@@ -189,6 +190,15 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
             samples.append((time.perf_counter() - start) * 1000)
             assert response.status_code == 200 and b"settled" in response.content, response.content[:300]
         out[f"{action} and next (htmx)"] = percentiles(samples)
+    samples = []
+    for _ in range(20):  # the same write from the decision page's form, for reference in the same run
+        did = take(1)[0]
+        start = time.perf_counter()
+        response = client.post(f"{base}/decisions/{did}/reaffirm", {"request_id": uuid.uuid4().hex,
+                                                                     "explanation": "benchmark"})
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 302, response.content[:300]
+    out["reference: reaffirm from the decision page"] = percentiles(samples)
     for action in ("reaffirm", "reject"):
         samples = []
         for _ in range(10):
