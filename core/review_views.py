@@ -438,14 +438,12 @@ class ReviewViews:
             f"RETURN {_DECISION_FIELDS}, d.queued AS queued",
             {**params, "n": self.GROUP_SHOWN + 1},
         )
-        count = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
+        count = self._count(where, params)
         memo = _Memo(self.graph)
         real, self.graph = self.graph, memo  # many decisions of a group cite the same versions
         try:
-            items = [
-                GroupItem(decision=_decision(r), reaffirm_refusal=self.reaffirm_refusal(_decision(r), queued=bool(r["queued"])))
-                for r in rows[: self.GROUP_SHOWN]
-            ]
+            decisions = [(_decision(r), bool(r["queued"])) for r in rows[: self.GROUP_SHOWN]]
+            items = [GroupItem(decision=d, reaffirm_refusal=self.reaffirm_refusal(d, queued=q)) for d, q in decisions]
         finally:
             self.graph = real
         return GroupReview(cause=cause, label=self.cause_labels([cause])[cause], action=action, items=items,
@@ -530,7 +528,7 @@ class ReviewViews:
             counts = self.traces.review_counts()
             return counts["needs_review"] + counts["unknown"]
         where, params = self._flow_where(task=task, reason=reason, state=state, cause=cause)
-        return self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
+        return self._count(where, params)
 
     def queue_page_matching(
         self, *, task: str, reason: str | None = None, state: str | None = None, cause: str | None = None,
@@ -550,7 +548,7 @@ class ReviewViews:
         if not more:  # a few tasks: their queues through the task index
             where = where.replace("toLower(d.task_name) CONTAINS toLower($task)", "d.task_id IN $tids")
             params["tids"] = [c.task_id(self.project_id, t.name) for t in tasks]
-        count = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
+        count = self._count(where, params)
         rows = self.store.read(
             self.project_id,
             f"MATCH (d:Decision) WHERE {where} WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n "
@@ -570,6 +568,9 @@ class ReviewViews:
                                     truncated=(page - 1) * page_size + len(decisions) < count)
         return QueuePage(result=result, groups=groups, filters=filters, page=page,
                          pages=max(1, -(-count // page_size)), counts=self.traces.review_counts())
+
+    def _count(self, where: str, params: dict[str, Any]) -> int:
+        return self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
 
     def _flow_where(self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
                     cause: str | None = None) -> tuple[str, dict[str, Any]]:
@@ -616,8 +617,8 @@ class ReviewViews:
         links = {e.id: e.target_id for e in entries if e.target_kind == "decision"}
         if olds:
             rows = self.store.read(
-                self.project_id, "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.superseded_by AS new",
-                {"ids": olds},
+                self.project_id,
+                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.superseded_by AS new", {"ids": olds},
             )
             new = {r["id"]: r["new"] for r in rows if r["new"]}
             for e in entries:

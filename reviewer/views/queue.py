@@ -197,8 +197,8 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
             continue
         rid = uuid.uuid5(uuid.NAMESPACE_URL, f"{base}/{did}").hex  # one request id per decision
         if action == "reaffirm":
-            result = p.traces.reaffirm_decision(did, explanation=form.cleaned_data["note"] or DEFAULT_REAFFIRM_EXPLANATION,
-                                                request_id=rid)
+            note = form.cleaned_data["note"] or DEFAULT_REAFFIRM_EXPLANATION
+            result = p.traces.reaffirm_decision(did, explanation=note, request_id=rid)
         else:
             result = p.traces.reject_decision(did, reason=form.cleaned_data["note"], request_id=rid)
         if result.recorded:

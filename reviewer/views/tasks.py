@@ -65,8 +65,8 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
         if result.recorded:
             flagged, removed = len(result.affected_decision_ids), preview.decisions
             gone = f"{removed} decision{'' if removed == 1 else 's'} removed; " if include else ""
-            messages.success(request, f"Task “{name}” deleted: {gone}{flagged} decision{'' if flagged == 1 else 's'} "
-                                      "elsewhere flagged for review.")
+            elsewhere = f"{flagged} decision{'' if flagged == 1 else 's'} elsewhere flagged for review."
+            messages.success(request, f"Task “{name}” deleted: {gone}{elsewhere}")
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
     context = {"form": form, "name": name, "preview": preview, "keep_preview": keep_preview,
