@@ -44,6 +44,7 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Decision", ("review_open",)),
         NodeIndex("Decision", ("queue_pos",)),
         NodeIndex("Decision", ("queued",)),
+        NodeIndex("Decision", ("root_cause",)),  # a root-cause group of the queue (review_views)
         NodeIndex("Choice", ("id",), unique=True),
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("SupportRecord", ("id",), unique=True),

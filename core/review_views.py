@@ -19,6 +19,7 @@ from . import _common as c
 from ._causes import describe_cause
 from ._decision_rows import _DECISION_FIELDS, _decision
 from ._evidence import chunk_range, decode_evidence_id, version_id
+from ._review import Positions
 from ._supports import find_nearest
 from .decisions import DecisionTraces
 from .history import ConversationHistory
@@ -458,13 +459,21 @@ class ReviewViews:
         if not rows or rows[0]["pos"] is None:
             return None
         where, params = self._flow_where(cause=cause)
-        after = self.store.read(
-            self.project_id,
-            f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $lo "
-            f"WITH d WHERE {_AFTER} WITH d ORDER BY d.queue_pos, d.id LIMIT 1 RETURN d.id AS id",
-            {**params, "id": str(decision_id), "pos": rows[0]["pos"], "lo": rows[0]["pos"] - _MARGIN},
-        )
-        return after[0]["id"] if after else None
+        pos = rows[0]["pos"]
+        # widening ranges of the position index after it, as the queue's pages are read
+        end, width = Positions().base + (60_000 << 20), 4096
+        while True:
+            after = self.store.read(
+                self.project_id,
+                f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $lo AND d.queue_pos < $hi "
+                f"WITH d WHERE {_AFTER} WITH d ORDER BY d.queue_pos, d.id LIMIT 1 RETURN d.id AS id",
+                {**params, "id": str(decision_id), "pos": pos, "lo": pos - _MARGIN, "hi": pos + width},
+            )
+            if after:
+                return after[0]["id"]
+            if pos + width >= end:
+                return None
+            width *= 64
 
     def queue_progress(self, cause: str | None, *, group_total: int = 0, filters: dict[str, str] | None = None,
                        next_id: str | None = None, counts: dict[str, int] | None = None) -> QueueProgress:
@@ -509,15 +518,18 @@ class ReviewViews:
         """How many open decisions each root cause ("" for none) holds now."""
         if not causes:
             return {}
-        where, params = self._flow_where()
-        rows = self.store.read(
-            self.project_id,
-            f"MATCH (d:Decision) WHERE {where} AND coalesce(d.root_cause, '') IN $causes "
-            "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
-            {**params, "causes": list(causes)},
-        )
         sizes = {cause: 0 for cause in causes}
-        sizes.update({r["cause"]: r["n"] for r in rows})
+        named = [cause for cause in causes if cause]
+        if named:  # each through the root-cause index
+            rows = self.store.read(
+                self.project_id,
+                "UNWIND $causes AS cause MATCH (d:Decision {root_cause: cause}) WHERE d.review_open = true"
+                f"{'' if self.store.graph_per_project else ' AND d.project_id = $p'} RETURN cause, count(d) AS n",
+                {"p": self.project_id, "causes": named},
+            )
+            sizes.update({r["cause"]: r["n"] for r in rows})
+        if "" in sizes:
+            sizes[""] = self._count(*self._flow_where(cause=""))
         return sizes
 
     def queue_count(self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
@@ -585,9 +597,11 @@ class ReviewViews:
         if state:
             where.append("d.review_state = $state")
             params["state"] = state
-        if cause is not None:
-            where.append("coalesce(d.root_cause, '') = $cause")
+        if cause:
+            where.append("d.root_cause = $cause")
             params["cause"] = cause
+        elif cause is not None:
+            where.append("d.root_cause IS NULL")
         return " AND ".join(where), params
 
     def cause_labels(self, causes: list[str]) -> dict[str, str]:
