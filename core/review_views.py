@@ -19,6 +19,17 @@ from . import _common as c
 from ._causes import describe_cause
 from ._evidence import chunk_range, decode_evidence_id, version_id
 from ._supports import find_nearest
+from ._workbench import (
+    DecisionName,
+    DecisionPick,
+    Dependant,
+    EventPick,
+    PassagePick,
+    ReviewActions,
+    SupersedeChoices,
+    WorkbenchViews,
+    decision_name,
+)
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import Graph
@@ -43,8 +54,11 @@ from .models.knowledge import (
 )
 from .models.task import Event
 from .stores.base import GraphStore
+from .textdiff import PassageDiff, passage_diff
 
 __all__ = [
+    "DecisionName", "DecisionPick", "Dependant", "EventPick", "PassagePick", "ReviewActions",
+    "SupersedeChoices", "decision_name",
     "CitingDecision",
     "DecisionReview",
     "DocumentPage",
@@ -83,6 +97,9 @@ class SupportView(_View):
     event: Event | None = None
     #: decision supports: the decision it cites, if it still exists
     decision: Decision | None = None
+    #: document supports whose document has a newer version: the cited
+    #: passage of the recorded text against the current text (core.textdiff)
+    diff: PassageDiff | None = None
 
     @property
     def kind(self) -> str:
@@ -125,6 +142,12 @@ class DecisionReview(_View):
     revisions: list[Revision]
     history: SupportHistoryPage
     choices: list[SupportChoice]
+    #: the workbench (core._workbench): its name, what can be done now,
+    #: every decision the page mentions by name, the dependants named
+    name: DecisionName | None = None
+    actions: ReviewActions = ReviewActions()
+    names: dict[str, DecisionName] = {}
+    dependant_views: list[Dependant] = []
 
     @property
     def can_act(self) -> bool:
@@ -133,8 +156,8 @@ class DecisionReview(_View):
 
     @property
     def can_reaffirm(self) -> bool:
-        """Whether every support still holds, so reaffirming can succeed."""
-        return self.can_act and all(v.holds for v in self.supports if v.support.current)
+        """Whether reaffirming can succeed now (``actions.blocked`` says why not)."""
+        return self.actions.reaffirm
 
 
 class QueuePage(_View):
@@ -174,7 +197,7 @@ class RedactionPreview(_View):
     event: Event | None
 
 
-class ReviewViews:
+class ReviewViews(WorkbenchViews):
     """The read models of one project, read as ``agent_id``."""
 
     CITERS_SHOWN = 200
@@ -236,14 +259,23 @@ class ReviewViews:
     def decision_review(self, decision: Decision) -> DecisionReview:
         d = decision
         depends = self.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
+        history = self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50)
+        actions = self.review_actions(d)
+        dependants = self.dependants_of(d, actions)
+        names = self.decision_names(
+            [str(s.decision_id) for s in history.supports if isinstance(s, DecisionSupport) and
+             str(s.decision_id) not in depends]
+        )
+        names.update({i: decision_name(x) for i, x in depends.items()})
         return DecisionReview(
             decision=d,
             supports=[self.support_view(s) for s in d.supports],
             depends_on=list(depends.values()),
-            dependants=self.traces.list_dependants(str(d.id), limit=50),
+            dependants=[x.decision for x in dependants],
             revisions=self.traces.list_revisions(str(d.id)),
-            history=self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50),
+            history=history,
             choices=self.support_choices(d),
+            name=decision_name(d), actions=actions, names=names, dependant_views=dependants,
         )
 
     def support_view(self, s: Support) -> SupportView:
@@ -275,6 +307,7 @@ class ReviewViews:
         return SupportView(
             support=s, state="moved" if moved else "changed", passage=passage, recorded_text=recorded or "",
             current_text=current, current_version=info.activation_seq,
+            diff=passage_diff(recorded or "", current, start, end),
         )
 
     def support_choices(self, decision: Decision) -> list[SupportChoice]:
