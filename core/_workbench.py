@@ -437,6 +437,10 @@ class WorkbenchViews:
         for ``new``, every other support kept at the current text (as the
         supersede form's candidates), with the fetch outcomes of its
         document supports; or a sentence saying what cannot be kept."""
+        if not any(isinstance(s, DecisionSupport) and str(s.decision_id) == str(old) for s in dependant.supports):
+            return f"{decision_name(dependant).label} does not cite that revision"
+        if str(old) == str(new):
+            return "it already cites that revision"
         inputs: list[dict[str, Any]] = []
         fetched: list[Any] = []
         picks = iter(self.supersede_choices(dependant).documents)
@@ -458,3 +462,36 @@ class WorkbenchViews:
             else:
                 inputs.append({"kind": "decision", "decision_id": str(s.decision_id)})
         return inputs, fetched
+
+    # -- refusals and typed evidence ------------------------------------------------------
+
+    def refusal(self, decision_id: Any, error: Any) -> str | None:
+        """A refused review write as its actual cause, read now: why the
+        decision cannot be reaffirmed, or who took it out of review, when
+        and why. None when the code has no cause to name beyond its own
+        sentence."""
+        code = getattr(error, "value", error)
+        d = self.traces.get_decision(str(decision_id)).decision
+        if d is None:
+            return None
+        actions = self.review_actions(d)
+        if code in ("decision_not_active", "supersede_target_invalid") and actions.settled:
+            return actions.settled.rstrip(".") + "."
+        if code == "cannot_revalidate" and actions.blocked:
+            return "This decision cannot be reaffirmed: " + "; ".join(actions.blocked) + "."
+        return None
+
+    def evidence_by_key(self, token: str) -> str | None:
+        """A span typed with the document's key, ``span:KEY:VERSION:START-END``
+        (as a person reads it), as the evidence id it names; None when it is
+        not of that form or names no document."""
+        kind, _, rest = token.partition(":")
+        key, _, tail = rest.rpartition(":")
+        key, _, seq = key.rpartition(":")
+        start, _, end = tail.partition("-")
+        if kind != "span" or not key or not (seq.isdigit() and start.isdigit() and end.isdigit()):
+            return None
+        info = self.graph.get_document(key)
+        if info is None:
+            return None
+        return encode_span(info.node_id, int(seq), int(start), int(end))

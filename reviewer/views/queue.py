@@ -48,6 +48,9 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
         "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
         "counts": q.counts,
+        # the card's honest actions (decision workbench); a viewer is offered none
+        "actions": p.views.review_actions_many(q.result.decisions) if access.can(request.user, access.REVIEWER)
+        else {},
     })
 
 
