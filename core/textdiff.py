@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -39,18 +41,13 @@ class Op:
     b1: int
 
 
+_WORD = re.compile(r"\S+")
+
+
 def _words(text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """The words of ``text`` and their offsets (``str.split`` and ``\\S+``
-    agree on what whitespace is)."""
-    words = text.split()
-    spans = []
-    find = text.find
-    pos = 0
-    for w in words:
-        pos = find(w, pos)
-        spans.append((pos, pos + len(w)))
-        pos += len(w)
-    return words, spans
+    """The words of ``text`` (runs of non-space characters) and their offsets."""
+    spans = [m.span() for m in _WORD.finditer(text)]
+    return [text[a:b] for a, b in spans], spans
 
 
 def _lis(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -155,9 +152,13 @@ def _merge(ops: list[Op]) -> list[Op]:
             for o in out]
 
 
+@functools.lru_cache(maxsize=8)
 def word_diff(old: str, new: str) -> tuple[list[Op], list[tuple[int, int]], list[tuple[int, int]]]:
     """The diff of the words of ``old`` and ``new``: the steps, and each
-    text's word offsets (``(start, end)`` per word) to map them back."""
+    text's word offsets (``(start, end)`` per word) to map them back. The
+    last few answers are kept: a page diffs one pair of versions for the
+    support it shows, the reason it cannot be reaffirmed and the passage the
+    supersede form offers (callers must not change the lists)."""
     a, a_spans = _words(old)
     b, b_spans = _words(new)
     ops: list[Op] = []
@@ -172,6 +173,9 @@ class Piece:
     text: str
     kind: Literal["same", "removed", "added", "gap"]
     cited: bool = False
+    #: the whitespace that follows it in its text, as one space, a line
+    #: break or a paragraph break (so the pieces keep the text's paragraphs)
+    sep: str = " "
 
 
 @dataclass(frozen=True)
@@ -243,32 +247,39 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
     def text_of(spans: list[tuple[int, int]], source: str, x0: int, x1: int) -> str:
         return source[spans[x0][0]:spans[x1 - 1][1]] if x0 < x1 else ""
 
+    def sep_of(spans: list[tuple[int, int]], source: str, x1: int) -> str:
+        if x1 <= 0 or x1 >= len(spans):
+            return ""
+        gap = source[spans[x1 - 1][1]:spans[x1][0]]
+        breaks = gap.count("\n")
+        return "\n\n" if breaks > 1 else "\n" if breaks else " "
+
     before: list[Piece] = []
     after: list[Piece] = []
     for kind, a0, a1, b0, b1, cited in rows:
         if kind == "change":
-            before.append(Piece(text_of(a_spans, old, a0, a1), "removed", cited))
-            after.append(Piece(text_of(b_spans, new, b0, b1), "added", cited))
+            before.append(Piece(text_of(a_spans, old, a0, a1), "removed", cited, sep_of(a_spans, old, a1)))
+            after.append(Piece(text_of(b_spans, new, b0, b1), "added", cited, sep_of(b_spans, new, b1)))
         elif not cited and a1 - a0 > 2 * keep_words:
             for side, spans, source, x0, x1 in ((before, a_spans, old, a0, a1), (after, b_spans, new, b0, b1)):
                 side.append(Piece(text_of(spans, source, x0, x0 + keep_words), "same"))
                 side.append(Piece("…", "gap"))
-                side.append(Piece(text_of(spans, source, x1 - keep_words, x1), "same"))
+                side.append(Piece(text_of(spans, source, x1 - keep_words, x1), "same", sep=sep_of(spans, source, x1)))
         else:
-            before.append(Piece(text_of(a_spans, old, a0, a1), "same", cited))
-            after.append(Piece(text_of(b_spans, new, b0, b1), "same", cited))
+            before.append(Piece(text_of(a_spans, old, a0, a1), "same", cited, sep_of(a_spans, old, a1)))
+            after.append(Piece(text_of(b_spans, new, b0, b1), "same", cited, sep_of(b_spans, new, b1)))
     changed = any(kind == "change" for kind, *_ in rows)
     return PassageDiff(before=_joined(before), after=_joined(after), changed=changed)
 
 
 def _joined(pieces: list[Piece]) -> list[Piece]:
-    """Non-empty pieces; neighbours of one kind merged, a space between."""
+    """Non-empty pieces; neighbours of one kind merged, their separator between."""
     out: list[Piece] = []
     for p in pieces:
         if not p.text:
             continue
         if out and out[-1].kind == p.kind and out[-1].cited == p.cited and p.kind != "gap":
-            out[-1] = Piece(out[-1].text + " " + p.text, p.kind, p.cited)
+            out[-1] = Piece(out[-1].text + (out[-1].sep or " ") + p.text, p.kind, p.cited, p.sep)
         else:
             out.append(p)
     return out

@@ -104,7 +104,10 @@
       var mark = box.querySelector("mark.candidate");
       if (mark && mark.textContent) { box.scrollTop = Math.max(0, mark.offsetTop - box.offsetTop - 40); }
       box.addEventListener("keydown", onKey);
+      // a click selects with the mouse; only a keyboard focus starts at the candidate
+      box.addEventListener("mousedown", function () { box.setAttribute("data-mouse", "1"); });
       box.addEventListener("focus", function () {
+        if (box.getAttribute("data-mouse")) { box.removeAttribute("data-mouse"); return; }
         var sel = window.getSelection();
         if (!sel.rangeCount || !box.contains(sel.anchorNode)) { startAtCandidate(box); }
       });
