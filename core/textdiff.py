@@ -214,15 +214,18 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
     start, end = max(0, min(start, len(old))), max(0, min(end, len(old)))
     ops, a_spans, b_spans = word_diff(old, new)
     w0, w1 = _line_window(old, start, end, context_lines)
-    first = bisect.bisect_right([e for _, e in a_spans], w0)  # first word ending after w0
-    last = bisect.bisect_left([s for s, _ in a_spans], w1)  # words before index last start before w1
+    first = bisect.bisect_right(a_spans, w0, key=lambda span: span[1])  # first word ending after w0
+    last = bisect.bisect_left(a_spans, w1, key=lambda span: span[0])  # words before index last start before w1
 
     def is_cited(i: int) -> bool:
         return a_spans[i][0] < end and a_spans[i][1] > start
 
     # rows: (kind, a0, a1, b0, b1, cited), kinds "same", "change"
     rows: list[tuple[str, int, int, int, int, bool]] = []
-    for op in ops:
+    # the steps are in order of the old words: only those reaching the window
+    for op in ops[bisect.bisect_left(ops, first, key=lambda o: o.a1):]:
+        if op.a0 > last:
+            break
         a0, a1 = max(op.a0, first), min(op.a1, last)
         if op.tag == "insert":
             if first <= op.a0 <= last:

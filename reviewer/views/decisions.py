@@ -382,12 +382,13 @@ def cite_instead(request: HttpRequest, project: str, decision_id: Any) -> HttpRe
 
 def _cite_refused(request: HttpRequest, p: Project, form: CiteInsteadForm, sentence: str, *,
                   old: Decision | None = None, dependant: Decision | None = None) -> HttpResponse:
-    """The page of the replaced revision again, the sentence beside the dependant."""
+    """The page of the replaced revision again, the sentence above its
+    dependants, what the person typed kept in the dependant's form."""
     if old is None:
         old = p.traces.get_decision(str(form.data.get("old", ""))).decision
     if old is None:
         raise Http404("no such decision")
     context = _decision_context(request, p, old)
-    context.update({"cite_error": sentence, "cite_error_for": str(dependant.id) if dependant else "",
-                    "cite_form": form})
+    context.update({"cite_error": sentence, "cite_for": str(dependant.id) if dependant else "",
+                    "cite_typed": str(form.data.get("explanation", ""))})
     return render(request, PAGE, context, status=200 if request.htmx else 400)
