@@ -22,7 +22,7 @@ import difflib
 import functools
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = ["Op", "word_diff", "Piece", "PassageDiff", "passage_diff"]
 
@@ -30,9 +30,9 @@ __all__ = ["Op", "word_diff", "Piece", "PassageDiff", "passage_diff"]
 EXACT_LIMIT = 40_000
 
 
-@dataclass(frozen=True)
-class Op:
-    """One step of a diff over word indexes: ``a[a0:a1]`` becomes ``b[b0:b1]``."""
+class Op(NamedTuple):
+    """One step of a diff over word indexes: ``a[a0:a1]`` becomes ``b[b0:b1]``
+    (a named tuple: a 100 kB document makes tens of thousands of them)."""
 
     tag: Literal["equal", "replace", "delete", "insert"]
     a0: int

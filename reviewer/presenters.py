@@ -1,13 +1,14 @@
 """How the dashboard words what the core returns: review reasons, root
-causes (the sentence is the core's, beside the format it reads), the supports offered when superseding, clipped text.
-No store access, no review rule."""
+causes (the sentence is the core's, beside the format it reads), a support
+in a few words, clipped text. Decisions are named by the core
+(``core.review_views.decision_name``). No store access, no review rule."""
 
 from __future__ import annotations
 
-from core.models import DecisionSupport, DocumentSupport, EventSupport, ReviewReason
-from core.review_views import SupportChoice, describe_cause
+from core.models import DocumentSupport, EventSupport, ReviewReason
+from core.review_views import describe_cause
 
-__all__ = ["REASON_LABELS", "choice_label", "clip", "describe_cause", "support_ref"]
+__all__ = ["REASON_LABELS", "clip", "describe_cause", "support_ref"]
 
 REASON_LABELS = {
     ReviewReason.source_changed.value: "a cited document changed",
@@ -19,17 +20,6 @@ REASON_LABELS = {
 
 def clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def choice_label(choice: SupportChoice) -> str:
-    """How the supersede form names a support the reviewer may keep."""
-    s = choice.support
-    if isinstance(s, DocumentSupport):
-        return f"{s.document_key}: “{clip(choice.passage or '')}”"
-    if isinstance(s, EventSupport):
-        return f"event {s.seq} of {s.task_name}"
-    assert isinstance(s, DecisionSupport)
-    return f"decision {s.decision_id}"
 
 
 def support_ref(s: object) -> str:

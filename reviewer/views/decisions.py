@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.knowledge import decode_evidence_id
 from core.models import Decision
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
-from core.review_views import PassagePick, SupersedeChoices
+from core.review_views import SupersedeChoices
 
 from .. import access
 from ..forms import WRITE_ERRORS, CiteInsteadForm, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
@@ -213,7 +213,7 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str, *, c
     """After a write: from the queue (htmx), the card; "and next", the next
     decision of the same root-cause group (or the queue when the group is
     done); else back where the person came from, or the decision page."""
-    if request.htmx and not request.POST.get("page"):
+    if request.htmx and not _wants_next(request):
         fresh = p.traces.get_decision(str(d.id)).decision or d
         return render(request, CARD, {"d": fresh, "note": note, "counts": p.traces.review_counts(), "oob": True,
                                       "actions": p.views.review_actions_many([fresh])})
@@ -247,7 +247,7 @@ def _refused(
     decision is read again: a refusal often means someone else acted first,
     and the page shows what they did."""
     d = p.traces.get_decision(str(d.id)).decision or d
-    if request.htmx and not request.POST.get("page") and form_name != "supersede":
+    if request.htmx and form_name != "supersede":
         context = {"d": d, "forms": {form_name: form}, "error": sentence, "error_form": form_name,
                    "actions": p.views.review_actions_many([d])}
         return render(request, CARD, context, status=200)

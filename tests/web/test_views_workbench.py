@@ -7,7 +7,6 @@ JavaScript and never a silent drop; "cite revision N instead"; "and next"."""
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
 
 from django.utils.html import escape
@@ -15,6 +14,7 @@ from django.utils.html import escape
 from core.decisions import DecisionTraces
 from core.knowledge import Graph
 from core.models import DecisionStatus, DocumentSupport
+from core.retention import HistoryRetention
 from reviewer.store import get_store
 
 from .conftest import Story
@@ -94,9 +94,7 @@ def test_a_dependant_waiting_for_review_says_so(story: Story, as_: Any) -> None:
                                   supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}]).decision
     d = traces.record_decision("on-call", choice_key="rota", conclusion="c", rationale="r",
                                supports=[{"kind": "decision", "decision_id": str(base.id)}]).decision
-    _graph(story)  # the base is flagged through an event redaction: it needs review, the dependant waits
-    from core.retention import HistoryRetention
-
+    # the base is flagged through an event redaction: it needs review, the dependant waits
     HistoryRetention(get_store(), project_id=story.project, agent_id="dana").redact_event(story.event_id, reason="pii")
     body = as_("reviewer").get(f"/p/{story.project}/decisions/{d.id}/").content.decode()
     assert "its review is not finished" in body and "it depends on pager-ack-sla, which needs review" in body
@@ -271,4 +269,3 @@ def test_and_next_lands_on_the_next_decision_of_the_group(story: Story, as_: Any
     last = client.post(f"/p/{story.project}/decisions/{ids[1]}/reject",
                        {"request_id": "n2", "reason": "dup", "then": "next"})
     assert last.status_code == 302 and last["Location"] == f"/p/{story.project}/review/"
-    assert uuid.UUID(ids[0])
