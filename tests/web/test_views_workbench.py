@@ -117,6 +117,8 @@ def test_a_viewer_sees_no_action_keys_or_hints(story: Story, as_: Any) -> None:
     assert "cannot be reaffirmed" not in body and "data-key" not in body and 'id="supersede"' not in body
     queue = as_("viewer").get(f"/p/{story.project}/review/").content.decode()
     assert "Cannot be reaffirmed" not in queue and "data-key" not in queue
+    assert "<kbd>" not in queue and "Keys:" not in queue  # no keys to act with, so no key hints
+    assert "Keys:" in as_("reviewer").get(f"/p/{story.project}/review/").content.decode()
 
 
 # -- refusals name their cause ------------------------------------------------------------
