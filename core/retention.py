@@ -14,6 +14,8 @@ from typing import Any
 
 from . import _common as c
 from . import _review
+from ._keystore import keys_of, parse_ranges, slot_ranges
+from ._purge import PURGE_SCHEMA
 from .history import HISTORY_SCHEMA
 from .knowledge import KNOWLEDGE_SCHEMA
 from .models.decision import ReviewReason
@@ -37,7 +39,7 @@ class HistoryRetention:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
-        store.ensure_schema(self.project_id, HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA)
+        store.ensure_schema(self.project_id, HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + _review.DECISION_SCHEMA + PURGE_SCHEMA)
 
     def redact_event(
         self, event_id: str | uuid.UUID, *, reason: str | None = None, request_id: str | None = None
@@ -61,7 +63,7 @@ class HistoryRetention:
                 return earlier
             rows = tx.read(
                 "MATCH (e:Event {id: $id}) WHERE e.project_id = $p "
-                "RETURN e.task_id AS task_id, e.seq AS seq, e.redacted_at AS redacted_at",
+                "RETURN e.task_id AS task_id, e.seq AS seq, e.redacted_at AS redacted_at, e.key_slot AS slot",
                 {"id": eid, "p": self.project_id},
             )
             if not rows:
@@ -83,16 +85,26 @@ class HistoryRetention:
             if flagged:  # reads first, so before this unit's writes
                 _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
             tx.write(
-                "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by",
+                "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by, "
+                "e.payload_ct = null, e.key_slot = null",
                 {"id": eid, "marker": REDACTED, "at": at, "by": self.agent_id},
             )
             label = f"{task[0]['name'] if task else '?'} #{rows[0]['seq']}"
-            _review.log_activity(tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at)
+            slot = rows[0]["slot"]
+            shred[:] = [] if slot is None else [slot]
+            _review.log_activity(
+                tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at,
+                purge_slots=slot_ranges(shred),
+            )
             result = RetentionResult(recorded=True, affected_decision_ids=flagged)
             replay.remember(tx, result)
             return result
 
-        return self.store.transact(self.project_id, work)
+        shred: list[int] = []
+        result = self.store.transact(self.project_id, work)
+        if shred:  # the key goes now; the purge destroys it again should this process die here
+            keys_of(self.store).destroy(shred)
+        return result
 
     def _deletion_plan(self, tx: Tx | None, tid: str, include_decisions: bool) -> dict[str, Any]:
         def read(query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -169,6 +181,10 @@ class HistoryRetention:
             plan = self._deletion_plan(tx, tid, include_decisions)
             if not plan:
                 return RetentionResult(recorded=False, error=RetentionErrorCode.task_not_found)
+            slots = [r["s"] for r in tx.read(
+                "MATCH (e:Event {task_id: $id}) WHERE e.key_slot IS NOT NULL RETURN e.key_slot AS s", {"id": tid}
+            )]
+            shred[:] = slots
             choices = []
             if include_decisions and plan["own"]:
                 choices = tx.read(
@@ -212,12 +228,19 @@ class HistoryRetention:
                 f"{task_name}: {plan['events']} events, {plan['steps']} steps, "
                 + (f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept")
             )
-            _review.log_activity(tx, self.project_id, self.agent_id, "delete_task", "task", tid, summary, reason, at)
+            _review.log_activity(
+                tx, self.project_id, self.agent_id, "delete_task", "task", tid, summary, reason, at,
+                purge_slots=slot_ranges(slots),
+            )
             result = RetentionResult(recorded=True, affected_decision_ids=plan["flagged"])
             replay.remember(tx, result)
             return result
 
-        return self.store.transact(self.project_id, work)
+        shred: list[int] = []
+        result = self.store.transact(self.project_id, work)
+        if shred:  # the keys go now; the purge destroys them again should this process die here
+            keys_of(self.store).destroy(parse_ranges(slot_ranges(shred)))
+        return result
 
 
 class ActivityLog:
@@ -242,7 +265,8 @@ class ActivityLog:
             "AND ($action IS NULL OR a.action = $action) "
             "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
             "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_kind AS target_kind, "
-            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason",
+            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, "
+            "a.purge AS disk_purge, a.purged_at AS disk_purged_at",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
         return [ActivityEntry.model_validate(r) for r in rows]

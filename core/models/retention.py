@@ -35,6 +35,10 @@ class ActivityEntry(Model):
     target_id: str
     summary: str
     reason: str | None = None
+    #: For a redaction or a deletion: "pending" until the store's files were
+    #: purged, then "done" (at ``disk_purged_at``); None for other actions.
+    disk_purge: str | None = None
+    disk_purged_at: datetime | None = None
 
 
 class TaskDeletionPreview(Model):
