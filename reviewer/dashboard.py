@@ -40,6 +40,7 @@ from core.models import (
     StepState,
 )
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
+from core._purge import Purger, event_purge_states
 from core.retention import ActivityLog, HistoryRetention
 
 from . import access
@@ -559,7 +560,17 @@ def events(request: HttpRequest, project: str) -> HttpResponse:
     if not page.found:
         raise Http404("no such task")
     next_url = "?" + urlencode({"task": name, "after": page.next_after_seq}) if page.truncated else None
-    return render(request, "reviewer/events.html", _ctx(request, p, page=page, name=name, next_url=next_url))
+    purged = _disk_purge_states(p, [str(e.id) for e in page.events if e.redacted_at is not None])
+    return render(request, "reviewer/events.html", _ctx(request, p, page=page, name=name, next_url=next_url,
+                                                        purged=purged))
+
+
+def _disk_purge_states(p: Project, event_ids: list[str]) -> dict[str, Any]:
+    """Redacted event id -> when its text left the store's files (None: pending)."""
+    from datetime import datetime
+
+    states = event_purge_states(p.store, p.id, event_ids)
+    return {k: datetime.fromisoformat(v) if v else None for k, v in states.items()}
 
 
 @require_http_methods(["GET", "POST"])
@@ -589,7 +600,9 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
                                           request_id=form.cleaned_data["request_id"])
         if result.recorded:
             flagged = len(result.affected_decision_ids)
-            messages.success(request, f"Event {seq} redacted; {flagged} citing decision(s) flagged for review.")
+            Purger.kick(p.store)  # the files are purged in the background; the page says when
+            messages.success(request, f"Event {seq} redacted; {flagged} citing decision(s) flagged for review. "
+                                      "Removal from disk is pending.")
             return redirect(reverse("events", kwargs={"project": p.id}) + "?" + urlencode({"task": task_name}))
         error = RETENTION_ERRORS[result.error]
     return render(request, "reviewer/redact.html", _ctx(
@@ -617,8 +630,9 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
         result = p.retention.delete_task(name, include_decisions=form.cleaned_data["include_decisions"],
                                          reason=form.cleaned_data["reason"], request_id=form.cleaned_data["request_id"])
         if result.recorded:
+            Purger.kick(p.store)
             messages.success(request, f"Task “{name}” deleted; {len(result.affected_decision_ids)} decision(s) "
-                                      "elsewhere flagged for review.")
+                                      "elsewhere flagged for review. Removal from disk is pending.")
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
     return render(request, "reviewer/delete_task.html", _ctx(

@@ -26,6 +26,9 @@ def get_store() -> GraphStore:
     with _lock:
         if _store is None:
             _store = open_store(settings.REVIEWER_STORE_URL)
+            from core._purge import Purger
+
+            Purger.kick(_store)  # finishes a disk purge an earlier process left pending
         return _store
 
 
