@@ -13,14 +13,16 @@ bound to the event id); the plain body never reaches the graph.
 
 Durability follows the graph's: with ``sync="always"`` a key is on disk
 before the write that references it is sent; with ``"everysec"`` keys are
-synced at most once a second (a power failure may lose the keys of the last
-second, as the store's own ``everysec`` may lose its last second); ``"no"``
+synced by the first write a second or more after the last sync, and at exit
+(a power failure may lose the keys written since, as the store's own
+``everysec`` may lose its last second of writes); ``"no"``
 leaves it to the operating system. A process crash loses nothing: the bytes
 are in the kernel once ``write`` returns.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import fcntl
 import os
@@ -60,6 +62,7 @@ class KeyStore:
         self._lock = threading.Lock()
         self._synced_at = 0.0
         self._dirty = False
+        atexit.register(self._flush_at_exit)
 
     # -- keys -------------------------------------------------------------
 
@@ -135,6 +138,13 @@ class KeyStore:
         with self._lock:
             os.fsync(self._append)
             self._dirty = False
+
+    def _flush_at_exit(self) -> None:
+        if self._dirty and self._append >= 0:
+            try:
+                os.fsync(self._append)
+            except OSError:
+                pass
 
     def close(self) -> None:
         for fd in (self._append, self._plain):

@@ -162,9 +162,9 @@ class Purger:
                 if pending_count(self.store):
                     self.last = purge_round(self.store)
                 self.error = None
-            except GraphStoreError as exc:  # the store went away: the next kick tries again
-                self.error = str(exc)
-                log.warning("disk purge failed: %s", exc)
+            except Exception as exc:  # the store went away: the next kick or run tries again
+                self.error = str(exc) or type(exc).__name__
+                log.warning("disk purge failed: %s", self.error)
                 return
         with Purger._lock:
             if self.again.is_set():  # kicked while we were finishing
