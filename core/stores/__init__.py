@@ -107,8 +107,17 @@ def open_keystore(path: str | Path, *, sync: str) -> object:
     same url share it)."""
     from .._keystore import KeyStore
 
+    import os
+
     key = str(Path(path).resolve())
     found = _KEYSTORES.get(key)
+    if found is not None:  # the same file still (not deleted and made anew)?
+        try:
+            same = os.stat(key).st_ino == os.fstat(found._plain).st_ino  # type: ignore[attr-defined]
+        except OSError:
+            same = False
+        if not same:
+            found = None
     if found is None:
         found = _KEYSTORES[key] = KeyStore(key, sync=sync)
     return found
