@@ -6,6 +6,7 @@ dashboard is tests/web/test_redaction_canary.py.)"""
 from __future__ import annotations
 
 import json
+import pytest  # noqa: F401
 import os
 import stat
 import uuid
@@ -122,3 +123,59 @@ def test_the_key_store_overwrites_in_place_and_is_owner_only(tmp_path: Path) -> 
         fh.write(b"\x01" * 5)
     third, more = keys.new_keys(1)
     assert third == 6 and keys.key(6) == more[0]
+
+
+def test_a_redaction_during_a_purge_waits_for_the_next_round(
+    store: GraphStore, project_id: str, monkeypatch: "pytest.MonkeyPatch"
+) -> None:
+    import core.stores.purge as disk
+
+    history = ConversationHistory(store, project_id=project_id, agent_id="a")
+    history.create_task("t", goal="g")
+    history.load_events("t", [{"kind": "note", "payload": f"n{n}"} for n in range(2)])
+    tid = c.task_id(project_id, "t")
+    retention = HistoryRetention(store, project_id=project_id, agent_id="s")
+    assert retention.redact_event(c.event_id(tid, 1)).recorded
+    real = disk.purge_files
+
+    def rewrite_while_another_redaction_arrives(s: GraphStore) -> dict:
+        assert retention.redact_event(c.event_id(tid, 2)).recorded
+        return real(s)
+
+    monkeypatch.setattr(disk, "purge_files", rewrite_while_another_redaction_arrives)
+    purge_round(store)
+    monkeypatch.undo()
+    first, second = (history.fetch_event("t", n).event for n in (1, 2))
+    states = {e.summary: e.disk_purge for e in ActivityLog(store, project_id=project_id).list()}
+    assert states == {"t #1": "done", "t #2": "pending"}
+    purge_round(store)
+    assert {e.disk_purge for e in ActivityLog(store, project_id=project_id).list()} == {"done"}
+    assert first.payload == second.payload == REDACTED
+
+
+def test_the_rewrite_removes_plain_text_of_old_events_from_the_files(falkordb_store: GraphStore) -> None:
+    store = falkordb_store
+    project_id = "t-" + uuid.uuid4().hex[:12]
+    marker = "OLD-PLAIN-" + uuid.uuid4().hex
+    try:
+        history = ConversationHistory(store, project_id=project_id, agent_id="a")
+        history.create_task("t", goal="g")
+        tid = c.task_id(project_id, "t")
+        store.write(  # written before encryption: the text is in the append-only file
+            project_id,
+            "MATCH (t:Task {id: $tid}) SET t.event_seq = 1 CREATE (:Event {id: $id, project_id: $p, task_id: $tid, "
+            "seq: 1, kind: 'message', payload: $text, payload_sha256: 'x', truncated: false, author: 'a', at: $at})",
+            {"tid": tid, "id": c.event_id(tid, 1), "p": project_id, "text": marker, "at": c.iso(c.now())},
+        )
+        aof = Path(store.embedded_server.data_dir) / "appendonlydir"  # type: ignore[attr-defined]
+
+        def on_disk() -> bool:
+            return any(marker.encode() in p.read_bytes() for p in aof.iterdir() if p.is_file())
+
+        assert on_disk()
+        assert HistoryRetention(store, project_id=project_id, agent_id="s").redact_event(c.event_id(tid, 1)).recorded
+        assert on_disk()  # the redaction alone leaves it in the file
+        purge_round(store)
+        assert not on_disk()
+    finally:
+        store.drop_project(project_id)
