@@ -234,3 +234,21 @@ def test_a_purge_cut_short_by_a_crash_completes_after_restart(fresh: Fresh, monk
     assert entry.disk_purge == "done" and entry.disk_purged_at is not None
     assert fresh.files_with(marker.encode()) == []
     assert "removed from disk at" in _steward(project).get(f"/p/{project}/events/?task=t").content.decode()
+
+
+def test_the_purge_command_finishes_what_is_pending(story: Any, as_: Any) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    client = as_("steward")
+    done = client.post(f"/p/{story.project}/events/redact",
+                       {"event_id": story.event_id, "reason": "PII", "confirm": "on", "request_id": "pc1"})
+    assert done.status_code == 302
+    out = StringIO()
+    call_command("purge_disk", stdout=out)
+    assert "0 pending now" in out.getvalue()
+    entry = ActivityLog(get_store(), project_id=story.project).list()[0]
+    assert entry.action == "redact" and entry.disk_purge == "done"
+    page = client.get(f"/p/{story.project}/activity/").content.decode()
+    assert "removed from disk at" in page and "removal from disk pending" not in page
