@@ -131,8 +131,16 @@ def event_purge_states(store: GraphStore, project_id: str, event_ids: list[str])
 
 class Purger:
     """Runs purge rounds in one background thread per store, while anything
-    is pending. ``kick`` is cheap and never waits for a round."""
+    is pending. ``kick`` is cheap and never waits for a round.
 
+    A round starts once no kick came for ``QUIET_S`` seconds, and at the
+    latest ``MAX_WAIT_S`` after the first kick it covers: a steward redacting
+    a run of events is not slowed by a rewrite after each one, and one
+    rewrite covers the run. ``kick(now=True)`` (store opened, the command,
+    tests) starts at once."""
+
+    QUIET_S = 5.0
+    MAX_WAIT_S = 60.0
     _lock = threading.Lock()
     _running: dict[int, "Purger"] = {}
 
@@ -142,22 +150,40 @@ class Purger:
         self.thread: threading.Thread | None = None
         self.last: PurgeReport | None = None
         self.error: str | None = None
+        self.urgent = False
+        self.first_kick: float | None = None
+        self.last_kick = 0.0
 
     @classmethod
-    def kick(cls, store: GraphStore) -> "Purger":
+    def kick(cls, store: GraphStore, *, now: bool = False) -> "Purger":
         with cls._lock:
             purger = cls._running.get(id(store))
             if purger is None or purger.store is not store:
                 purger = cls._running[id(store)] = Purger(store)
+            purger.last_kick = time.monotonic()
+            if purger.first_kick is None:
+                purger.first_kick = purger.last_kick
+            purger.urgent = purger.urgent or now
             purger.again.set()
             if purger.thread is None or not purger.thread.is_alive():
                 purger.thread = threading.Thread(target=purger._run, name="reviewer-disk-purge", daemon=True)
                 purger.thread.start()
         return purger
 
+    def _quiet(self) -> None:
+        while not self.urgent:
+            moment = time.monotonic()
+            if moment - self.last_kick >= self.QUIET_S or moment - (self.first_kick or moment) >= self.MAX_WAIT_S:
+                return
+            time.sleep(0.05)
+
     def _run(self) -> None:
         while self.again.is_set():
-            self.again.clear()
+            self._quiet()
+            with Purger._lock:
+                self.again.clear()
+                self.urgent = False
+                self.first_kick = None
             try:
                 if pending_count(self.store):
                     self.last = purge_round(self.store)

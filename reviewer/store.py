@@ -28,7 +28,7 @@ def get_store() -> GraphStore:
             _store = open_store(settings.REVIEWER_STORE_URL)
             from core._purge import Purger
 
-            Purger.kick(_store)  # finishes a disk purge an earlier process left pending
+            Purger.kick(_store, now=True)  # finishes a disk purge an earlier process left pending
         return _store
 
 

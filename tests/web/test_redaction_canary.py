@@ -135,7 +135,7 @@ def _steward(project: str) -> Client:
 
 def _wait_for_purge() -> None:
     store = get_store()
-    purger = Purger.kick(store)
+    purger = Purger.kick(store, now=True)
     assert purger.wait(120), "the purge did not finish"
     assert purger.error is None, purger.error
     assert pending_count(store) == 0

@@ -25,7 +25,7 @@ class Command(BaseCommand):
         try:
             store = check_store()
             waiting = pending_count(store)
-            purger = Purger.kick(store)
+            purger = Purger.kick(store, now=True)
             if not purger.wait(timeout):
                 raise CommandError(f"the purge did not finish in {timeout:g} s; it goes on in the background of the "
                                    "web process or the next run")
