@@ -361,21 +361,19 @@ class ConversationHistory:
         )
         tid = c.task_id(self.project_id, task_name)
         keys = keys_of(self.store)
-        slot: list[int] = []  # the key is made once, when the first number is tried
+        key: dict[str, Any] = {}  # made once, when the first number is tried
 
         def new_event(seq: int) -> tuple[RecordEventResult, dict[str, Any]]:
             event = Event(
                 id=c.event_id(tid, seq), task_id=tid, seq=seq, kind=kind, role=role, name=name,
                 payload=stored, payload_sha256=sha, truncated=truncated, author=self.agent_id, at=c.now(),
             )
-            if not slot:
-                first, made = keys.new_keys(1)  # on disk before the graph names it
-                slot[:] = [first]
-                slot.append(made[0])  # type: ignore[arg-type]
+            if not key:
+                key["slot"], (key["key"],) = keys.new_keys(1)  # on disk before the graph names it
             params = {
                 "tid": tid, "seq": seq, "id": str(event.id), "p": self.project_id, "kind": kind.value,
-                "role": role, "name": name, "ct": seal(slot[1], str(event.id), stored),  # type: ignore[arg-type]
-                "slot": slot[0], "sha": sha, "truncated": truncated, "author": self.agent_id, "at": c.iso(event.at),
+                "role": role, "name": name, "ct": seal(key["key"], str(event.id), stored),
+                "slot": key["slot"], "sha": sha, "truncated": truncated, "author": self.agent_id, "at": c.iso(event.at),
             }
             return RecordEventResult(recorded=True, event=event), params
 
