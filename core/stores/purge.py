@@ -1,7 +1,8 @@
 """Removing what a store's files still hold after a redaction or deletion.
 
 * FalkorDB (embedded or a server): ``BGREWRITEAOF``, awaited until the
-  server's count of finished rewrites moves on with status ``ok``. Redis 7+
+  server's count of finished rewrites moves on with status ``ok`` (a server
+  without an append-only file: ``BGSAVE``, awaited the same way). Redis 7+
   deletes the AOF files the rewrite replaced; for the embedded store the
   files in the append-only directory that its manifest no longer names, and
   RDB files in the data directory (the embedded server runs with
@@ -66,7 +67,7 @@ def _falkordb(store: Any, timeout: float) -> dict[str, Any]:
 
     try:
         if not info().get("aof_enabled"):
-            raise GraphStoreError("the FalkorDB server runs without an append-only file: nothing to rewrite")
+            return _rdb_only(client, info, deadline)
         # a rewrite that began before this round may predate the redactions it must cover
         while (now := info())["aof_rewrite_in_progress"] or now["aof_rewrite_scheduled"]:
             _wait(deadline)
@@ -88,6 +89,19 @@ def _falkordb(store: Any, timeout: float) -> dict[str, Any]:
         raise GraphStoreError(f"the append-only file rewrite failed: {exc}") from exc
     removed = _stray_files(store)
     return {"backend": "falkordb", "aof_size": size, "removed": removed}
+
+
+def _rdb_only(client: Any, info: Any, deadline: float) -> dict[str, Any]:
+    """A server persisting only snapshots: a new one replaces the last."""
+    while info()["rdb_bgsave_in_progress"]:
+        _wait(deadline)
+    before = info()["rdb_saves"]
+    client.execute_command("BGSAVE")
+    while (now := info())["rdb_saves"] <= before or now["rdb_bgsave_in_progress"]:
+        _wait(deadline)
+    if now["rdb_last_bgsave_status"] != "ok":
+        raise GraphStoreError("the snapshot (BGSAVE) failed; see the server's log")
+    return {"backend": "falkordb", "rdb": True}
 
 
 def _wait(deadline: float) -> None:
