@@ -179,3 +179,17 @@ def test_the_rewrite_removes_plain_text_of_old_events_from_the_files(falkordb_st
         assert not on_disk()
     finally:
         store.drop_project(project_id)
+
+
+def test_a_falkordb_server_without_an_append_only_file_gets_a_fresh_snapshot(tmp_path: Path) -> None:
+    from core.stores import open_store
+    from core.stores.purge import purge_files
+
+    with open_store(f"falkordb+embedded://{tmp_path}?appendfsync=everysec") as store:
+        store._redis.config_set("appendonly", "no")  # type: ignore[attr-defined]  # as a server run on snapshots
+        store.write("p", "CREATE (:X {v: 1})")
+        before = store._redis.info("persistence")["rdb_saves"]  # type: ignore[attr-defined]
+        assert purge_files(store)["rdb"] is True
+        assert store._redis.info("persistence")["rdb_saves"] == before + 1  # type: ignore[attr-defined]
+        assert (tmp_path / "dump.rdb").exists()
+        store._redis.config_set("appendonly", "yes")  # type: ignore[attr-defined]
