@@ -157,15 +157,21 @@ def log_activity(
     summary: str,
     reason: str | None,
     at: str,
+    *,
+    purge_slots: str | None = None,
 ) -> None:
     """An activity entry in the same commit as the change it records. ``at``
     is when it happened; an imported change (``c.happened_at``) also keeps
-    when it was imported."""
+    when it was imported. ``purge_slots`` (a redaction or deletion): the
+    entry also records that a disk purge is pending, and which event keys it
+    destroys (``core._purge``)."""
     imported = c.imported_at()
     tx.write(
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, action: $action, "
-        "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported})",
+        "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
+        "purge: $purge, purge_slots: $slots})",
         {"id": str(uuid.uuid4()), "p": project_id, "at": at, "actor": actor, "action": action,
          "kind": target_kind, "target": target_id, "summary": summary[:500], "reason": reason,
-         "imported": c.iso(imported) if imported else None},
+         "imported": c.iso(imported) if imported else None,
+         "purge": "pending" if purge_slots is not None else None, "slots": purge_slots},
     )

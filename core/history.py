@@ -22,6 +22,7 @@ from ._decision_rows import decision_fields, read_decisions
 from ._evidence import chunk_id, chunk_range, decode_evidence_id, version_id
 from ._supports import MalformedSupportError, parse_support_inputs
 from ._schema import CORE_SCHEMA, HISTORY_SCHEMA  # noqa: F401  (HISTORY_SCHEMA: public name kept)
+from ._keystore import keys_of, open_bodies, seal
 from .models.decision import (
     MAX_SUPPORTS,
     DecisionStatus,
@@ -81,12 +82,13 @@ _TASK_FIELDS = (
 _STEP_COUNT_FIELDS = ", ".join(f"coalesce(t.steps_{st.value}, 0) AS steps_{st.value}" for st in StepState)
 _EVENT_CREATE = (
     "CREATE (:Event {id: $id, project_id: $p, task_id: $tid, seq: $seq, kind: $kind, role: $role, "
-    "name: $name, payload: $payload, payload_sha256: $sha, truncated: $truncated, author: $author, at: $at})"
+    "name: $name, payload_ct: $ct, key_slot: $slot, payload_sha256: $sha, truncated: $truncated, "
+    "author: $author, at: $at})"
 )
 _EVENT_FIELDS = (
     "e.id AS id, e.task_id AS task_id, e.seq AS seq, e.kind AS kind, e.role AS role, e.name AS name, "
     "e.payload AS payload, e.payload_sha256 AS payload_sha256, e.truncated AS truncated, "
-    "e.author AS author, e.at AS at, e.redacted_at AS redacted_at"
+    "e.author AS author, e.at AS at, e.redacted_at AS redacted_at, e.payload_ct AS payload_ct, e.key_slot AS key_slot"
 )
 
 
@@ -135,11 +137,24 @@ class ConversationHistory:
             tx, replay, result_type, lambda: result_type(recorded=False, error=WriteErrorCode.request_id_reused)
         )
         if earlier is not None:
+            if isinstance(earlier, RecordEventResult) and earlier.event is not None:
+                earlier = self._replayed_event(tx, earlier)  # type: ignore[assignment]
             return earlier, {}
         task = self._task_row(tx, task_name)
         if task is None:
             return result_type(recorded=False, error=WriteErrorCode.task_not_found), {}
         return None, task
+
+    def _replayed_event(self, tx: Tx, earlier: RecordEventResult) -> RecordEventResult:
+        """A replayed ``record_event`` with the event's body as it is now:
+        the text, the marker after a redaction, or empty once the task was
+        deleted (its ids, number and hash stay as recorded)."""
+        assert earlier.event is not None
+        rows = tx.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_FIELDS}", {"id": str(earlier.event.id)})
+        if not rows:
+            return earlier
+        current = Event.model_validate(open_bodies(self.store, rows)[0])
+        return earlier.model_copy(update={"event": current})
 
     # -- tasks ------------------------------------------------------------
 
@@ -316,16 +331,20 @@ class ConversationHistory:
             {"task": task_name, "kind": kind.value, "sha": sha, "role": role, "name": name},
         )
         tid = c.task_id(self.project_id, task_name)
+        keys = keys_of(self.store)
+        key: dict[str, Any] = {}  # made once, when the first number is tried
 
         def new_event(seq: int) -> tuple[RecordEventResult, dict[str, Any]]:
             event = Event(
                 id=c.event_id(tid, seq), task_id=tid, seq=seq, kind=kind, role=role, name=name,
                 payload=stored, payload_sha256=sha, truncated=truncated, author=self.agent_id, at=c.now(),
             )
+            if not key:
+                key["slot"], (key["key"],) = keys.new_keys(1)  # on disk before the graph names it
             params = {
                 "tid": tid, "seq": seq, "id": str(event.id), "p": self.project_id, "kind": kind.value,
-                "role": role, "name": name, "payload": stored, "sha": sha, "truncated": truncated,
-                "author": self.agent_id, "at": c.iso(event.at),
+                "role": role, "name": name, "ct": seal(key["key"], str(event.id), stored),
+                "slot": key["slot"], "sha": sha, "truncated": truncated, "author": self.agent_id, "at": c.iso(event.at),
             }
             return RecordEventResult(recorded=True, event=event), params
 
@@ -395,15 +414,21 @@ class ConversationHistory:
                 raise ValueError(WriteErrorCode.task_not_found.value)
             first = task["event_seq"] + 1
             at = c.iso(c.now())
+            sealed = []
             for n, r in enumerate(rows):
-                r.update(seq=first + n, id=c.event_id(tid, first + n))
+                eid = c.event_id(tid, first + n)
+                sealed.append({
+                    "seq": first + n, "id": eid, "kind": r["kind"], "role": r["role"], "name": r["name"],
+                    "ct": seal(batch[n], eid, r["payload"]), "slot": first_slot + n, "sha": r["sha"],
+                    "truncated": r["truncated"],
+                })
             last = first + len(rows) - 1
             tx.write(
                 "MATCH (t:Task {id: $tid}) SET t.event_seq = $last WITH t UNWIND $rows AS r "
                 "CREATE (:Event {id: r.id, project_id: $p, task_id: $tid, seq: r.seq, kind: r.kind, role: r.role, "
-                "name: r.name, payload: r.payload, payload_sha256: r.sha, truncated: r.truncated, "
+                "name: r.name, payload_ct: r.ct, key_slot: r.slot, payload_sha256: r.sha, truncated: r.truncated, "
                 "author: $author, at: $at})",
-                {"tid": tid, "last": last, "rows": rows, "p": self.project_id, "author": self.agent_id, "at": at},
+                {"tid": tid, "last": last, "rows": sealed, "p": self.project_id, "author": self.agent_id, "at": at},
             )
             return last
 
@@ -412,6 +437,8 @@ class ConversationHistory:
             if not task.found:
                 raise ValueError(WriteErrorCode.task_not_found.value)
             return task.view.last_event_seq
+        # every key of the batch in one write, on disk before the graph names them
+        first_slot, batch = keys_of(self.store).new_keys(len(rows))
         last = self.store.transact(self.project_id, work)
         self._seq_hint.pop(tid, None)
         return last
@@ -435,7 +462,7 @@ class ConversationHistory:
             f"UNWIND $ids AS id MATCH (e:Event {{id: id}}) RETURN {_EVENT_FIELDS} ORDER BY e.seq",
             {"ids": [c.event_id(tid, seq) for seq in range(first, last + 1)]},
         )
-        events = [Event.model_validate(r) for r in rows]
+        events = [Event.model_validate(r) for r in open_bodies(self.store, rows)]
         truncated = last < task["event_seq"]
         return EventPage(found=True, events=events, truncated=truncated, next_after_seq=last if truncated else None)
 
@@ -447,7 +474,9 @@ class ConversationHistory:
             f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_FIELDS}",
             {"id": c.event_id(c.task_id(self.project_id, task_name), seq)},
         )
-        return EventLookup(found=True, event=Event.model_validate(rows[0])) if rows else EventLookup(found=False)
+        if not rows:
+            return EventLookup(found=False)
+        return EventLookup(found=True, event=Event.model_validate(open_bodies(self.store, rows)[0]))
 
     # -- steps ------------------------------------------------------------
 
