@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import _common as c
-from ._keystore import keys_of, parse_ranges
 from ._schema import PURGE_SCHEMA
 from .stores.base import GraphStore
+from .stores.keystore import keys_of, parse_ranges
 
 __all__ = ["PURGE_SCHEMA", "PurgeReport", "Purger", "pending_count", "purge_round", "event_purge_states"]
 

@@ -9,18 +9,23 @@ erase it.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
-from . import _common as c
 from . import _causes, _counters, _decision_rows, _review
-from ._keystore import keys_of, parse_ranges, slot_ranges
+from . import _common as c
 from ._purge import Purger, event_purge_states
 from ._schema import CORE_SCHEMA, DECISION_SCHEMA
 from .models.decision import ReviewReason
-from .models.retention import ActivityEntry, RetentionErrorCode, RetentionResult, TaskDeletionPreview
+from .models.retention import (
+    ActivityEntry,
+    RetentionErrorCode,
+    RetentionResult,
+    TaskDeletionPreview,
+)
 from .stores.base import GraphStore, Tx
+from .stores.keystore import keys_of, parse_ranges, slot_ranges
 
 __all__ = ["HistoryRetention", "REDACTED", "ActivityLog", "purge_disk_soon", "disk_purge_states"]
 
@@ -72,14 +77,10 @@ class HistoryRetention:
                 result = RetentionResult(recorded=True)  # already redacted: nothing more to do
                 replay.remember(tx, result)
                 return result
-            flagged = sorted(
-                r["id"]
-                for r in tx.read(
-                    "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
-                    "RETURN DISTINCT d.id AS id",
-                    {"id": eid},
-                )
-            )
+            flagged = sorted(r["id"] for r in tx.read(
+                "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
+                "RETURN DISTINCT d.id AS id", {"id": eid},
+            ))
             task = tx.read("MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": rows[0]["task_id"]})
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
@@ -185,43 +186,15 @@ class HistoryRetention:
                 "MATCH (e:Event {task_id: $id}) WHERE e.key_slot IS NOT NULL RETURN e.key_slot AS s", {"id": tid}
             )]
             shred[:] = slots
-            choices = []
-            if include_decisions and plan["own"]:
-                choices = tx.read(
-                    "MATCH (d:Decision {task_id: $id}) WHERE d.status = 'active' RETURN DISTINCT d.choice_key AS key",
-                    {"id": tid},
-                )
-            remaining = {}
-            for row in choices:
-                remaining[row["key"]] = tx.read(
-                    "MATCH (d:Decision {choice_key: $key}) WHERE d.project_id = $p AND d.status = 'active' "
-                    "AND d.task_id <> $id RETURN d.conclusion_norm AS norm",
-                    {"key": row["key"], "p": self.project_id, "id": tid},
-                )
+            remaining = self._choices_left(tx, tid) if include_decisions and plan["own"] else {}
             at = c.iso(c.now())
             own = _counters.Tally(
                 tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"]
             )
             if plan["flagged"]:
                 _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, _causes.deletion_cause(task_name), at, spread=False)
-            if include_decisions:
-                tx.write(
-                    "MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": plan["own"]}
-                )
-                tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
-                own.settle(tx)
-            else:
-                _decision_rows.detach_decisions(tx, self.project_id, tid, at)
-            tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
-            tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
-            tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})
-            for key, active in remaining.items():
-                norms = {a["norm"] for a in active}
-                tx.write(
-                    "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
-                    {"id": c.choice_node_id(self.project_id, key), "n": len(active),
-                     "conflict": True if len(norms) > 1 else None},
-                )
+            self._delete_records(tx, tid, plan["own"] if include_decisions else None, own, at)
+            self._write_choices(tx, remaining)
             summary = (
                 f"{task_name}: {plan['events']} events, {plan['steps']} steps, "
                 + (f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept")
@@ -239,6 +212,45 @@ class HistoryRetention:
         if shred:  # the keys go now; the purge destroys them again should this process die here
             keys_of(self.store).destroy(parse_ranges(slot_ranges(shred)))
         return result
+
+    def _delete_records(self, tx: Tx, tid: str, own: list[str] | None, tally: _counters.Tally, at: str) -> None:
+        """The task, its events and steps deleted; its decisions (``own``)
+        deleted with their support records, or (None) kept and detached."""
+        if own is not None:
+            tx.write("MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": own})
+            tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
+            tally.settle(tx)
+        else:
+            _decision_rows.detach_decisions(tx, self.project_id, tid, at)
+        tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
+        tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
+        tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})
+
+    def _choices_left(self, tx: Tx, tid: str) -> dict[str, list[dict[str, Any]]]:
+        """For each choice of the task's active decisions (which the deletion
+        removes), the active decisions of other tasks that remain: the
+        choice's conflict flag is counted again from them."""
+        choices = tx.read(
+            "MATCH (d:Decision {task_id: $id}) WHERE d.status = 'active' RETURN DISTINCT d.choice_key AS key",
+            {"id": tid},
+        )
+        return {
+            row["key"]: tx.read(
+                "MATCH (d:Decision {choice_key: $key}) WHERE d.project_id = $p AND d.status = 'active' "
+                "AND d.task_id <> $id RETURN d.conclusion_norm AS norm",
+                {"key": row["key"], "p": self.project_id, "id": tid},
+            )
+            for row in choices
+        }
+
+    def _write_choices(self, tx: Tx, remaining: dict[str, list[dict[str, Any]]]) -> None:
+        for key, active in remaining.items():
+            norms = {a["norm"] for a in active}
+            tx.write(
+                "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
+                {"id": c.choice_node_id(self.project_id, key), "n": len(active),
+                 "conflict": True if len(norms) > 1 else None},
+            )
 
 
 class ActivityLog:

@@ -11,7 +11,7 @@ Urls:
 * ``neo4j://``, ``neo4j+s://``, ``bolt://``, ``bolt+s://``
   ``[user:password@]host:port[/database]`` (or ``?database=name``).
 
-Every store has an event-key store (``core._keystore``): event bodies are
+Every store has an event-key store (``core.stores.keystore``): event bodies are
 encrypted with a key per event kept there, outside the graph. For a server
 url, ``?keys=/abs/path/file.keys`` names it (``keys_sync=always|everysec|no``,
 default ``always``); without it the default is
@@ -80,8 +80,8 @@ def open_store(url: str) -> GraphStore:
 def _attach_keys(store: GraphStore, url: str, parts: object, query: dict[str, str]) -> None:
     import hashlib
 
-    from .._keystore import SYNC_CHOICES
     from .embedded import default_data_dir
+    from .keystore import SYNC_CHOICES, open_keystore
 
     sync = query.get("keys_sync", "always")
     if sync not in SYNC_CHOICES:
@@ -97,30 +97,6 @@ def _attach_keys(store: GraphStore, url: str, parts: object, query: dict[str, st
         digest = hashlib.sha256(where.encode()).hexdigest()[:16]
         path = str(default_data_dir() / "keys" / f"{store.backend}-{digest}.keys")
     store.keystore = open_keystore(path, sync=sync)  # type: ignore[attr-defined]
-
-
-_KEYSTORES: dict[str, object] = {}
-
-
-def open_keystore(path: str | Path, *, sync: str) -> object:
-    """The one key store of a path in this process (stores opened on the
-    same url share it)."""
-    from .._keystore import KeyStore
-
-    import os
-
-    key = str(Path(path).resolve())
-    found = _KEYSTORES.get(key)
-    if found is not None:  # the same file still (not deleted and made anew)?
-        try:
-            same = os.stat(key).st_ino == os.fstat(found._plain).st_ino  # type: ignore[attr-defined]
-        except OSError:
-            same = False
-        if not same:
-            found = None
-    if found is None:
-        found = _KEYSTORES[key] = KeyStore(key, sync=sync)
-    return found
 
 
 def _open_server(url: str, parts: object, scheme: str, port: int | None, query: dict[str, str]) -> GraphStore:
@@ -171,6 +147,7 @@ def _open_server(url: str, parts: object, scheme: str, port: int | None, query: 
 def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> GraphStore:
     from .embedded import EmbeddedServer, default_data_dir
     from .falkordb import FalkorDBStore
+    from .keystore import open_keystore
 
     if netloc:
         raise _bad(url, "an embedded url has no host: write falkordb+embedded:///absolute/path")

@@ -12,7 +12,7 @@
 * Neo4j: ``CALL db.checkpoint()``. Transaction logs are pruned at a
   checkpoint by ``db.tx_log.rotation.retention_policy``; the current log
   file is kept until it rotates (``db.tx_log.rotation.size``). Event bodies
-  on Neo4j are only ever written encrypted (``core._keystore``), so what the
+  on Neo4j are only ever written encrypted (``core.stores.keystore``), so what the
   logs and freed records keep is ciphertext whose key is gone.
 """
 

@@ -6,18 +6,19 @@ dashboard is tests/web/test_redaction_canary.py.)"""
 from __future__ import annotations
 
 import json
-import pytest  # noqa: F401
 import os
 import stat
 import uuid
 from pathlib import Path
 
+import pytest  # noqa: F401
+
 from core import _common as c
-from core._keystore import SLOT, KeyStore, keys_of
 from core._purge import pending_count, purge_round
 from core.history import ConversationHistory
 from core.retention import REDACTED, ActivityLog, HistoryRetention
 from core.stores import GraphStore
+from core.stores.keystore import SLOT, KeyStore, keys_of
 
 
 def _everything(store: GraphStore, project_id: str) -> str:

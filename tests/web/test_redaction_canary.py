@@ -22,12 +22,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from core import _common as c
-from core._keystore import keys_of
 from core._purge import Purger, pending_count
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import ActivityLog, HistoryRetention
+from core.stores.keystore import keys_of
 from core.traces_io import export_project, import_lines
 from reviewer.store import get_store, reset_store
 from tests.conftest import BACKENDS

@@ -31,8 +31,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = ["KeyStore", "SLOT", "UNREADABLE", "seal", "unseal", "slot_ranges", "parse_ranges"]
 
@@ -207,6 +207,26 @@ def unseal(key: bytes | None, event_id: str, sealed: str) -> str | None:
         return None
 
 
+_KEYSTORES: dict[str, KeyStore] = {}
+
+
+def open_keystore(path: str | Path, *, sync: str) -> KeyStore:
+    """The one key store of a path in this process (stores opened on the
+    same url share it)."""
+    key = str(Path(path).resolve())
+    found = _KEYSTORES.get(key)
+    if found is not None:  # the same file still (not deleted and made anew)?
+        try:
+            same = os.stat(key).st_ino == os.fstat(found._plain).st_ino  # type: ignore[attr-defined]
+        except OSError:
+            same = False
+        if not same:
+            found = None
+    if found is None:
+        found = _KEYSTORES[key] = KeyStore(key, sync=sync)
+    return found
+
+
 def keys_of(store: object) -> KeyStore:
     """The key store of a graph store: the one ``open_store`` attached, or,
     for a store built directly, the default file for its url."""
@@ -214,9 +234,8 @@ def keys_of(store: object) -> KeyStore:
     if found is None:
         import hashlib
 
-        from .stores import open_keystore
-        from .stores.base import redact_url
-        from .stores.embedded import default_data_dir
+        from .base import redact_url
+        from .embedded import default_data_dir
 
         digest = hashlib.sha256(redact_url(getattr(store, "url", "")).encode()).hexdigest()[:16]
         found = open_keystore(default_data_dir() / "keys" / f"{getattr(store, 'backend', 'store')}-{digest}.keys",
