@@ -16,7 +16,13 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from . import _common as c
-from ._evidence import chunk_id, chunk_range, decode_evidence_id, encode_span, version_id
+from ._evidence import (
+    chunk_id,
+    chunk_range,
+    decode_evidence_id,
+    encode_span,
+    version_id,
+)
 from .models.decision import (
     DecisionStatus,
     DecisionSupport,
@@ -30,7 +36,12 @@ from .models.decision import (
     Support,
     SupportInput,
 )
-from .models.knowledge import EvidenceRef, FetchResult, FetchStatus, MalformedEvidenceIdError
+from .models.knowledge import (
+    EvidenceRef,
+    FetchResult,
+    FetchStatus,
+    MalformedEvidenceIdError,
+)
 from .models.write_result import WriteErrorCode
 from .stores.base import Tx
 

@@ -30,6 +30,12 @@ def support_ref(value: object) -> str:
 
 
 @register.filter
+def get(mapping: object, key: object) -> object:
+    """``mapping[key]`` (keys compared as text), or None."""
+    return mapping.get(str(key)) if isinstance(mapping, dict) else None
+
+
+@register.filter
 def enum(value: object) -> str:
     """An enum member as its stored string, with spaces for underscores."""
     return str(getattr(value, "value", value) or "").replace("_", " ")
