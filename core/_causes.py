@@ -17,9 +17,8 @@ kind                rest                   written by
 ==================  =====================  ==================================
 
 A document key may hold colons: the version is after the *last* colon. The
-encoders below write exactly these strings; :func:`describe_cause` reads them
-back as a sentence a reviewer reads. (Today the writers still spell the
-strings out themselves; they are meant to call the encoders.)
+encoders below write exactly these strings (every writer calls them);
+:func:`describe_cause` reads them back as a sentence a reviewer reads.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from . import _causes, _counters, _review
 from . import _common as c
-from . import _counters, _review
 from ._supports import Resolved
 from .models.decision import Decision, ReviewState, Support
 from .stores.base import GraphStore, Tx
@@ -155,7 +155,7 @@ def _node_row(
         "supersedes": supersedes, "support_seq": len(decision.supports),
         "review_open": True if flagged else None, "flagged_at": at if flagged else None,
         "queue_pos": positions.take(1)[0] if flagged else None,
-        "flag_depth": 0 if flagged else None, "root_cause": f"recording:{did}" if flagged else None,
+        "flag_depth": 0 if flagged else None, "root_cause": _causes.recording_cause(did) if flagged else None,
     }
 
 

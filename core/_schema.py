@@ -59,5 +59,8 @@ DECISION_SCHEMA = Schema(
     (FullTextIndex("Decision", ("conclusion", "rationale")),),
 )
 
+#: Activity entries whose disk purge is pending (``core._purge``).
+PURGE_SCHEMA = Schema((NodeIndex("Activity", ("purge",)),))
+
 #: What every service of the core needs.
-CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA
+CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA

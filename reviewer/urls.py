@@ -18,6 +18,7 @@ urlpatterns = [
     path(project + "decisions/<uuid:decision_id>/reaffirm", decisions.reaffirm, name="reaffirm"),
     path(project + "decisions/<uuid:decision_id>/supersede", decisions.supersede, name="supersede"),
     path(project + "decisions/<uuid:decision_id>/reject", decisions.reject, name="reject"),
+    path(project + "decisions/<uuid:decision_id>/cite-instead", decisions.cite_instead, name="cite_instead"),
     path(project + "conflicts/", queue.conflicts, name="conflicts"),
     path(project + "tasks/", tasks.tasks, name="tasks"),
     path(project + "task/", tasks.task, name="task"),

@@ -63,6 +63,9 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
         "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
         "counts": q.counts, "flow": True, "filters_qs": urlencode(q.filters),
+        # the card's honest actions (decision workbench); a viewer is offered none
+        "actions": p.views.review_actions_many(q.result.decisions) if access.can(request.user, access.REVIEWER)
+        else {},
     })
 
 
@@ -159,6 +162,8 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
         "forms": {action: form}, "progress": progress, "counts": counts,
         "queue_left": progress.queue_left, "oob": True, "flow": True, "cause": cause, "group_total": group_total,
         "filters_qs": urlencode(filters), "filters": filters,
+        # a refused card keeps only the actions that can still succeed
+        "actions": p.views.review_actions_many([fresh]) if error else {},
     }
     return render(request, "reviewer/queue.html#flow-answer", context)
 

@@ -158,6 +158,9 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
         "supersede": [("POST", decision + "supersede", {"request_id": "esc-2", **typed, "explanation": ""},
                        False, True, ("typedconclusion", "typedrationale", "typedassumption", "typedquestion"))],
         "reject": [("POST", decision + "reject", {**typed}, False, True, ("conclusion", "typedreason"))],
+        "cite_instead": [("POST", decision + "cite-instead", {"request_id": "esc-5", "old": h.first,
+                                                             "new": h.superseded, "explanation": ""},
+                          False, False, ("conclusion", "choice", "depchoice"))],
         "conflicts": [("GET", "conflicts/", {}, False, False,
                        ("choice", "conclusion", "revisedconclusion", "task", "othertask"))],
         "tasks": [("GET", "tasks/", {}, False, False, ("task", "goal", "othertask")),
@@ -186,8 +189,9 @@ def route_names() -> set[str]:
 
 #: The routes the sweep visits: every one of the URL configuration.
 ROUTES = sorted([
-    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "group", "queue_act", "decision", "reaffirm", "supersede",
-    "reject", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document", "activity",
+    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "group", "queue_act", "decision", "reaffirm",
+    "supersede", "reject", "cite_instead", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document",
+    "activity",
 ])
 
 

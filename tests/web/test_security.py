@@ -31,7 +31,8 @@ PAGES = {"home", "healthz", "login", "logout", "overview", "queue", "decision", 
          "events", "document", "activity"}
 # Actions, with the least role that may take them.
 ACTIONS = {"reaffirm": "reviewer", "supersede": "reviewer", "reject": "reviewer", "queue_act": "reviewer",
-           "group": "reviewer", "sweep": "steward", "redact": "steward", "delete_task": "steward"}
+           "group": "reviewer", "cite_instead": "reviewer", "sweep": "steward", "redact": "steward",
+           "delete_task": "steward"}
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
 
@@ -46,7 +47,7 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
         url = reverse(name, kwargs={**project, "decision_id": story.moved})
         data = {"request_id": f"sec-{name}", "explanation": "Still holds.", "reason": "Wrong call.",
                 "conclusion": "Postgres, again", "rationale": "The ADR still says so.",
-                "add": "event choose-db 1"}
+                "add": "event choose-db 1", "doc-0": "drop", "confirm_drop": "on"}
         return url, data
     if name == "queue_act":
         url = reverse(name, kwargs={**project, "decision_id": story.moved, "action": "reaffirm"})
@@ -54,6 +55,9 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
     if name == "group":
         return reverse(name, kwargs=project), {"cause": "document:adr:2", "action": "reaffirm", "confirm": "on",
                                                 "request_id": "sec-group", "decision": story.moved}
+    if name == "cite_instead":  # the story has no dependant: test_views_workbench.py acts on one
+        url = reverse(name, kwargs={**project, "decision_id": story.xss})
+        return url, {"request_id": "sec-cite", "old": story.clear, "new": story.moved, "explanation": "swap"}
     if name == "redact":
         return reverse(name, kwargs=project), {"event_id": story.event_id, "reason": "personal data",
                                                 "confirm": "on", "request_id": "sec-redact"}
@@ -115,7 +119,7 @@ def test_every_action_on_another_project_is_404_and_changes_nothing(story: Story
     assert state(story) == before
 
 
-@pytest.mark.parametrize("name", sorted(ACTIONS))
+@pytest.mark.parametrize("name", sorted(set(ACTIONS) - {"cite_instead"}))
 def test_the_right_role_can_take_each_action(story: Story, as_: Any, name: str) -> None:
     # The other side of the sweep: the same form from the right person acts,
     # so the refusals above are refusals and not a broken form.
