@@ -14,7 +14,14 @@ from typing import Any
 
 from . import _common as c
 from . import _counters, _review
-from ._decision_rows import _DECISION_FIELDS, SUPPORT, _decision, decision_arg, read_decision, read_decisions
+from ._decision_rows import (
+    _DECISION_FIELDS,
+    SUPPORT,
+    _decision,
+    decision_arg,
+    read_decision,
+    read_decisions,
+)
 from .models.decision import (
     ConflictGroup,
     ConflictList,
@@ -37,6 +44,9 @@ SEARCH_MAX = 100
 HISTORY_MAX = 100
 CONFLICT_GROUPS_MAX = 50
 CONFLICT_DECISIONS_MAX = 50
+#: What a task view shows (seed 001, ``get_task``).
+VIEW_DECISIONS = 20
+VIEW_CONFLICTS = 10
 #: Up to this many matching decisions, a queue page sorts them all; beyond,
 #: it reads widening ranges of the queue position index.
 QUEUE_SORT_LIMIT = 2000
@@ -397,3 +407,54 @@ class DecisionReads:
             {"ids": wanted, "p": self.project_id},
         )
         return {str(d.id): d for d in found}
+
+    def task_view_decisions(self, task_name: str) -> dict[str, Any]:
+        """Active decisions (newest first), those needing review (the head of
+        the task's review queue) and the conflicts that involve the task,
+        each bounded as the seed says: the decision fields of ``get_task``'s
+        view (empty when the task has no active decision)."""
+        tid = c.task_id(self.project_id, task_name)
+        state = _counters.task_state(self.store, self.project_id, tid)
+        if state is not None:
+            count = state["active"]
+            active = self._newest_active(tid, state["seq"]) if count else []
+        else:
+            count = self.store.read(
+                self.project_id,
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' RETURN count(d) AS n",
+                {"tid": tid, "p": self.project_id},
+            )[0]["n"]
+            active = read_decisions(
+                self.store, self.project_id,
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+                f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {_DECISION_FIELDS}",
+                {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
+            ) if count else []
+        if not count:
+            return {}
+        nothing_open = state is not None and not state["open"]
+        review = [] if nothing_open else self.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
+        conflicts = self.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
+        return {
+            "decisions": active, "decision_count": count, "decisions_truncated": count > len(active),
+            "review_decisions": review, "conflicts": conflicts.groups, "conflicts_truncated": conflicts.truncated,
+        }
+
+    def _newest_active(self, tid: str, top: int) -> list[Any]:
+        """The newest active decisions of a task whose active decisions carry
+        their creation numbers (``active_seq``, at most ``top``): read from
+        widening ranges below ``top``, so not every one is sorted. A range
+        that fills the page holds every decision newer than the page's last,
+        so the page is exact."""
+        width = 4 * VIEW_DECISIONS
+        while True:
+            low = max(0, top - width + 1)
+            found = read_decisions(
+                self.store, self.project_id,
+                "MATCH (d:Decision) WHERE d.task_id = $tid AND d.active_seq >= $low "
+                f"WITH d ORDER BY d.active_seq DESC LIMIT $n RETURN {_DECISION_FIELDS}",
+                {"tid": tid, "low": low, "n": VIEW_DECISIONS},
+            )
+            if len(found) == VIEW_DECISIONS or low == 0:
+                return found
+            width *= 8

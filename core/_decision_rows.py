@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from . import _common as c
 from . import _causes, _counters, _review
+from . import _common as c
 from ._supports import Resolved
 from .models.decision import Decision, ReviewState, Support
 from .stores.base import GraphStore, Tx

@@ -27,9 +27,8 @@ from typing import Any
 
 from . import _common as c
 from ._counters import Tally
-from .models.decision import ReviewReason
+from .models.decision import DecisionStatus, ReviewReason, ReviewState
 from .stores.base import Tx
-
 
 #: Reasons a decision carries for itself, which review propagation never replaces.
 OWN_REASONS = (
@@ -147,6 +146,47 @@ def unset(var: str, names: tuple[str, ...] | list[str]) -> str:
     return " ".join(f"WITH {var} SET {var}.{name} = null" for name in names)
 
 
+def review_step(batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """What one review step does to a batch of queued decisions: which to
+    flag ``dependency_review`` (and spread from), which are clear again
+    (one step of ``DecisionTraces.continue_decision_review``)."""
+    flag_rows: list[dict[str, Any]] = []
+    spread: list[dict[str, Any]] = []
+    cleared: list[str] = []
+    for row in batch:
+        if row["status"] != DecisionStatus.active.value:
+            continue
+        deps = [d for d in row["deps"] if d[0] is not None]
+        bad = [d for d in deps if d[0] != DecisionStatus.active.value or d[1] != ReviewState.clear.value]
+        if row["reason"] in OWN_REASONS:
+            continue  # flagged for itself; its dependants were queued then
+        if bad:
+            cause = row["cause"] or next((d[2] for d in bad if d[2]), None)
+            if row["state"] != ReviewState.needs_review.value:
+                flag_rows.append({"id": row["id"], "cause": cause})
+                spread.append({"id": row["id"], "cause": cause, "depth": row["depth"] or 0})
+        elif row["state"] != ReviewState.needs_review.value:
+            cleared.append(row["id"])
+    return flag_rows, spread, cleared
+
+
+def write_review_step(tx: Tx, ids: list[str], flag_rows: list[dict[str, Any]], cleared: list[str], at: str) -> None:
+    tx.write("UNWIND $ids AS id MATCH (x:Decision {id: id}) " + unset("x", ("queued", "queued_at")), {"ids": ids})
+    if flag_rows:  # queued decisions are in the queue already: no new count
+        tx.write(
+            "UNWIND $rows AS r MATCH (x:Decision {id: r.id}) SET x.review_state = 'needs_review', "
+            "x.review_reason = 'dependency_review', x.review_open = true, "
+            "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause)",
+            {"rows": flag_rows, "at": at},
+        )
+    if cleared:
+        tx.write(
+            "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear' "
+            + unset("x", ("review_reason", *LEAVE_QUEUE)),
+            {"ids": cleared},
+        )
+
+
 def log_activity(
     tx: Tx,
     project_id: str,
@@ -157,15 +197,21 @@ def log_activity(
     summary: str,
     reason: str | None,
     at: str,
+    *,
+    purge_slots: str | None = None,
 ) -> None:
     """An activity entry in the same commit as the change it records. ``at``
     is when it happened; an imported change (``c.happened_at``) also keeps
-    when it was imported."""
+    when it was imported. ``purge_slots`` (a redaction or deletion): the
+    entry also records that a disk purge is pending, and which event keys it
+    destroys (``core._purge``)."""
     imported = c.imported_at()
     tx.write(
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, action: $action, "
-        "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported})",
+        "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
+        "purge: $purge, purge_slots: $slots})",
         {"id": str(uuid.uuid4()), "p": project_id, "at": at, "actor": actor, "action": action,
          "kind": target_kind, "target": target_id, "summary": summary[:500], "reason": reason,
-         "imported": c.iso(imported) if imported else None},
+         "imported": c.iso(imported) if imported else None,
+         "purge": "pending" if purge_slots is not None else None, "slots": purge_slots},
     )

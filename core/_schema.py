@@ -44,6 +44,7 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Decision", ("review_open",)),
         NodeIndex("Decision", ("queue_pos",)),
         NodeIndex("Decision", ("queued",)),
+        NodeIndex("Decision", ("root_cause",)),  # a root-cause group of the queue (review_views)
         NodeIndex("Choice", ("id",), unique=True),
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("SupportRecord", ("id",), unique=True),
@@ -58,5 +59,8 @@ DECISION_SCHEMA = Schema(
     (FullTextIndex("Decision", ("conclusion", "rationale")),),
 )
 
+#: Activity entries whose disk purge is pending (``core._purge``).
+PURGE_SCHEMA = Schema((NodeIndex("Activity", ("purge",)),))
+
 #: What every service of the core needs.
-CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA
+CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA

@@ -16,7 +16,13 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from . import _common as c
-from ._evidence import chunk_id, chunk_range, decode_evidence_id, encode_span, version_id
+from ._evidence import (
+    chunk_id,
+    chunk_range,
+    decode_evidence_id,
+    encode_span,
+    version_id,
+)
 from .models.decision import (
     DecisionStatus,
     DecisionSupport,
@@ -30,7 +36,12 @@ from .models.decision import (
     Support,
     SupportInput,
 )
-from .models.knowledge import EvidenceRef, FetchResult, FetchStatus, MalformedEvidenceIdError
+from .models.knowledge import (
+    EvidenceRef,
+    FetchResult,
+    FetchStatus,
+    MalformedEvidenceIdError,
+)
 from .models.write_result import WriteErrorCode
 from .stores.base import Tx
 
@@ -296,6 +307,50 @@ def find_nearest(text: str, passage: str, near: int) -> int | None:
             best = start
         start = text.find(passage, start + 1)
     return best
+
+
+def closest_match(old: str, new: str, start: int, end: int) -> tuple[int, int] | None:
+    """Where ``old[start:end]`` stands in ``new``: the passage itself,
+    nearest its old place (:func:`find_nearest`); else the words of ``new``
+    that the word diff maps the passage's words to (a reworded passage
+    reads as its rewording). None when every word of it was deleted. The
+    diff's cost is bounded by the texts' length (:mod:`core.textdiff`), so
+    a page may call this for any document."""
+    from .textdiff import word_diff
+
+    passage = old[start:end]
+    if not passage.strip():
+        return None
+    at = find_nearest(new, passage, start)
+    if at is not None:
+        return at, at + len(passage)
+    ops, a_spans, b_spans = word_diff(old, new)
+    inside = [i for i, (s, e) in enumerate(a_spans) if s < end and e > start]
+    if not inside or not b_spans:
+        return None
+    first, last = inside[0], inside[-1]
+    j0 = j1 = None
+    lead = trail = 0
+    for op in ops:
+        if op.a0 <= first < op.a1 or (j0 is None and op.a0 > first):
+            if j0 is None:
+                if op.tag == "equal" and op.a0 <= first:
+                    j0 = op.b0 + first - op.a0
+                    lead = max(0, start - a_spans[first][0])
+                else:
+                    j0 = op.b0
+        if op.a0 <= last < op.a1:
+            if op.tag == "equal":
+                j1 = op.b0 + last - op.a0 + 1
+                trail = max(0, a_spans[last][1] - end)
+            else:
+                j1 = op.b1
+            break
+    if j0 is None or j1 is None or j1 <= j0:
+        return None
+    s0 = b_spans[j0][0] + (lead if lead < b_spans[j0][1] - b_spans[j0][0] else 0)
+    e1 = b_spans[j1 - 1][1] - (trail if trail < b_spans[j1 - 1][1] - b_spans[j1 - 1][0] else 0)
+    return (s0, e1) if e1 > s0 else None
 
 
 class BatchSupports:

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _common as c
 from . import _causes, _counters, _review
+from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
     SUPPORTS,
@@ -185,6 +185,15 @@ class DecisionTraces(DecisionReads):
             return result_type(recorded=False, error=inactive), {}
         return None, old
 
+    def _next_revision(self, tx: Tx, tid: str, choice_key: str) -> int:
+        """The revision a new decision of the choice gets: 1, or one past the
+        last (of a choice whose decisions were all retired)."""
+        rows = tx.read(
+            "MATCH (d:Decision {task_id: $tid}) WHERE d.choice_key = $key RETURN max(d.revision) AS rev",
+            {"tid": tid, "key": choice_key},
+        )
+        return (rows[0]["rev"] or 0) + 1 if rows else 1
+
     def _retire(self, tx: Tx, target: str, cause: str) -> tuple[list[dict[str, Any]], _counters.Tally]:
         """Before a decision leaves the active set: its dependants to queue for
         review, and the tally of it and them. Reads: call before writing."""
@@ -236,10 +245,7 @@ class DecisionTraces(DecisionReads):
             active = self._choice_state(tx, choice_key)
             if tx.read("MATCH (d:Decision {active_key: $k}) RETURN d.id AS id", {"k": f"{tid}\x1f{choice_key}"}):
                 return RecordDecisionResult(recorded=False, error=WriteErrorCode.choice_exists)
-            revisions = tx.read(
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.choice_key = $key RETURN max(d.revision) AS rev",
-                {"tid": tid, "key": choice_key},
-            )
+            revision = self._next_revision(tx, tid, choice_key)
             try:
                 resolved = resolve(tx, self.project_id, inputs, content.fetched)
             except Refused as refused:
@@ -247,7 +253,7 @@ class DecisionTraces(DecisionReads):
             at = c.iso(c.now())
             decision = self._create(
                 tx, task_id=tid, task_name=task_name, choice_key=choice_key,
-                revision=(revisions[0]["rev"] or 0) + 1 if revisions else 1, content=content,
+                revision=revision, content=content,
                 resolved=resolved, explanation=None, supersedes=None, at=at, generation=task[0]["g"] or 0,
             )
             norm = normalized(content.conclusion)
@@ -533,12 +539,12 @@ class DecisionTraces(DecisionReads):
             )
             if not batch:
                 return ReviewProgress(moved=0, more=False)
-            flag_rows, spread, cleared = _review_step(batch)
+            flag_rows, spread, cleared = _review.review_step(batch)
             ids = [row["id"] for row in batch]
             queued = _review.dependants(tx, spread)  # reads: before the writes
             tally = _counters.Tally(tx, self.project_id, [*ids, *(q["id"] for q in queued)], known=queued)
             at = c.iso(c.now())
-            _write_review_step(tx, ids, flag_rows, cleared, at)
+            _review.write_review_step(tx, ids, flag_rows, cleared, at)
             _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
             return ReviewProgress(
                 moved=len(ids), flagged=sorted(r["id"] for r in flag_rows), cleared=sorted(cleared),
@@ -546,46 +552,6 @@ class DecisionTraces(DecisionReads):
             )
 
         return self.store.transact(self.project_id, work)
-
-
-def _review_step(batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
-    """What one review step does to a batch of queued decisions: which to
-    flag ``dependency_review`` (and spread from), which are clear again."""
-    flag_rows: list[dict[str, Any]] = []
-    spread: list[dict[str, Any]] = []
-    cleared: list[str] = []
-    for row in batch:
-        if row["status"] != DecisionStatus.active.value:
-            continue
-        deps = [d for d in row["deps"] if d[0] is not None]
-        bad = [d for d in deps if d[0] != DecisionStatus.active.value or d[1] != ReviewState.clear.value]
-        if row["reason"] in _review.OWN_REASONS:
-            continue  # flagged for itself; its dependants were queued then
-        if bad:
-            cause = row["cause"] or next((d[2] for d in bad if d[2]), None)
-            if row["state"] != ReviewState.needs_review.value:
-                flag_rows.append({"id": row["id"], "cause": cause})
-                spread.append({"id": row["id"], "cause": cause, "depth": row["depth"] or 0})
-        elif row["state"] != ReviewState.needs_review.value:
-            cleared.append(row["id"])
-    return flag_rows, spread, cleared
-
-
-def _write_review_step(tx: Tx, ids: list[str], flag_rows: list[dict[str, Any]], cleared: list[str], at: str) -> None:
-    tx.write("UNWIND $ids AS id MATCH (x:Decision {id: id}) " + _review.unset("x", ("queued", "queued_at")), {"ids": ids})
-    if flag_rows:  # queued decisions are in the queue already: no new count
-        tx.write(
-            "UNWIND $rows AS r MATCH (x:Decision {id: r.id}) SET x.review_state = 'needs_review', "
-            "x.review_reason = 'dependency_review', x.review_open = true, "
-            "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause)",
-            {"rows": flag_rows, "at": at},
-        )
-    if cleared:
-        tx.write(
-            "UNWIND $ids AS id MATCH (x:Decision {id: id}) SET x.review_state = 'clear' "
-            + _review.unset("x", ("review_reason", *_review.LEAVE_QUEUE)),
-            {"ids": cleared},
-        )
 
 
 def _load_item(n: int, item: Any) -> dict[str, Any]:

@@ -18,20 +18,11 @@ from pydantic import TypeAdapter
 from . import _common as c
 from . import _counters, _decision_rows
 from ._decision_reads import DecisionReads
-from ._decision_rows import decision_fields, read_decisions
-from ._evidence import chunk_id, chunk_range, decode_evidence_id, version_id
-from ._supports import MalformedSupportError, parse_support_inputs
+from ._steps import resolve_step_supports, step_validities
 from ._schema import CORE_SCHEMA, HISTORY_SCHEMA  # noqa: F401  (HISTORY_SCHEMA: public name kept)
+from ._supports import MalformedSupportError, parse_support_inputs
 from .models.decision import (
     MAX_SUPPORTS,
-    DecisionStatus,
-    DecisionSupport,
-    DecisionSupportInput,
-    DocumentSupport,
-    DocumentSupportInput,
-    EventSupport,
-    EventSupportInput,
-    ReviewState,
     Support,
 )
 from .models.task import (
@@ -44,7 +35,6 @@ from .models.task import (
     StepKind,
     StepPage,
     StepResultBasis,
-    StepResultValidity,
     StepState,
     StepSummary,
     Task,
@@ -52,13 +42,19 @@ from .models.task import (
     TaskStatus,
     TaskView,
 )
-from .models.write_result import CreateTaskResult, RecordEventResult, SetStepResult, WriteErrorCode
+from .models.write_result import (
+    CreateTaskResult,
+    RecordEventResult,
+    SetStepResult,
+    WriteErrorCode,
+)
 from .stores.base import (
     GraphStore,
     GraphStoreConstraintViolationError,
     GraphStoreWriteConflictError,
     Tx,
 )
+from .stores.keystore import keys_of, open_bodies, seal
 
 __all__ = ["ConversationHistory", "MalformedSupportError"]
 
@@ -67,8 +63,6 @@ R = TypeVar("R", RecordEventResult, SetStepResult)
 EVENTS_MAX = 200
 STEPS_MAX = 200
 VIEW_STEPS = 50
-VIEW_DECISIONS = 20
-VIEW_CONFLICTS = 10
 
 _SUPPORTS: TypeAdapter[list[Support]] = TypeAdapter(list[Support])
 
@@ -81,12 +75,13 @@ _TASK_FIELDS = (
 _STEP_COUNT_FIELDS = ", ".join(f"coalesce(t.steps_{st.value}, 0) AS steps_{st.value}" for st in StepState)
 _EVENT_CREATE = (
     "CREATE (:Event {id: $id, project_id: $p, task_id: $tid, seq: $seq, kind: $kind, role: $role, "
-    "name: $name, payload: $payload, payload_sha256: $sha, truncated: $truncated, author: $author, at: $at})"
+    "name: $name, payload_ct: $ct, key_slot: $slot, payload_sha256: $sha, truncated: $truncated, "
+    "author: $author, at: $at})"
 )
 _EVENT_FIELDS = (
     "e.id AS id, e.task_id AS task_id, e.seq AS seq, e.kind AS kind, e.role AS role, e.name AS name, "
     "e.payload AS payload, e.payload_sha256 AS payload_sha256, e.truncated AS truncated, "
-    "e.author AS author, e.at AS at, e.redacted_at AS redacted_at"
+    "e.author AS author, e.at AS at, e.redacted_at AS redacted_at, e.payload_ct AS payload_ct, e.key_slot AS key_slot"
 )
 
 
@@ -100,6 +95,12 @@ _STEP_MAP = (
     "{name: s.name, kind: s.kind, state: s.state, result_event_seq: s.result_event_seq, "
     "result_basis: s.result_basis, result_supports: s.result_supports}"
 )
+
+
+def _cut(payload: str) -> tuple[str, bool, str]:
+    """The SHA-256 of the full text, whether it is cut, and the stored text
+    (seed 001: at most 32,000 characters)."""
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest(), len(payload) > PAYLOAD_LIMIT, payload[:PAYLOAD_LIMIT]
 
 
 class ConversationHistory:
@@ -135,11 +136,24 @@ class ConversationHistory:
             tx, replay, result_type, lambda: result_type(recorded=False, error=WriteErrorCode.request_id_reused)
         )
         if earlier is not None:
+            if isinstance(earlier, RecordEventResult) and earlier.event is not None:
+                earlier = self._replayed_event(tx, earlier)  # type: ignore[assignment]
             return earlier, {}
         task = self._task_row(tx, task_name)
         if task is None:
             return result_type(recorded=False, error=WriteErrorCode.task_not_found), {}
         return None, task
+
+    def _replayed_event(self, tx: Tx, earlier: RecordEventResult) -> RecordEventResult:
+        """A replayed ``record_event`` with the event's body as it is now:
+        the text, the marker after a redaction, or empty once the task was
+        deleted (its ids, number and hash stay as recorded)."""
+        assert earlier.event is not None
+        rows = tx.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_FIELDS}", {"id": str(earlier.event.id)})
+        if not rows:
+            return earlier
+        current = Event.model_validate(open_bodies(self.store, rows)[0])
+        return earlier.model_copy(update={"event": current})
 
     # -- tasks ------------------------------------------------------------
 
@@ -230,64 +244,13 @@ class ConversationHistory:
         for summary in self._summaries(shown[:VIEW_STEPS]):
             steps[summary.state].append(summary)
         counts = {state: row[f"steps_{state.value}"] for state in StepState}
-        extra = self._decision_view(row["name"])
+        extra = DecisionReads(self.store, project_id=self.project_id).task_view_decisions(row["name"])
         view = TaskView(
             task_name=row["name"], goal=row["goal"], status=TaskStatus(row["status"]),
             last_event_seq=row["event_seq"], steps=steps, step_counts=counts,
             steps_truncated=steps_truncated, **extra,
         )
         return TaskLookup(found=True, view=view)
-
-    def _decision_view(self, task_name: str) -> dict[str, Any]:
-        """Active decisions (newest first), those needing review (the head of
-        the task's review queue) and the conflicts that involve the task,
-        each bounded as the seed says."""
-        tid = c.task_id(self.project_id, task_name)
-        traces = DecisionReads(self.store, project_id=self.project_id)
-        state = _counters.task_state(self.store, self.project_id, tid)
-        if state is not None:
-            count = state["active"]
-            active = self._newest_active(tid, state["seq"]) if count else []
-        else:
-            count = self.store.read(
-                self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' RETURN count(d) AS n",
-                {"tid": tid, "p": self.project_id},
-            )[0]["n"]
-            active = read_decisions(
-                self.store, self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-                f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {decision_fields()}",
-                {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
-            ) if count else []
-        if not count:
-            return {}
-        nothing_open = state is not None and not state["open"]
-        review = [] if nothing_open else traces.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
-        conflicts = traces.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
-        return {
-            "decisions": active, "decision_count": count, "decisions_truncated": count > len(active),
-            "review_decisions": review, "conflicts": conflicts.groups, "conflicts_truncated": conflicts.truncated,
-        }
-
-    def _newest_active(self, tid: str, top: int) -> list[Any]:
-        """The newest active decisions of a task whose active decisions carry
-        their creation numbers (``active_seq``, at most ``top``): read from
-        widening ranges below ``top``, so not every one is sorted. A range
-        that fills the page holds every decision newer than the page's last,
-        so the page is exact."""
-        width = 4 * VIEW_DECISIONS
-        while True:
-            low = max(0, top - width + 1)
-            found = read_decisions(
-                self.store, self.project_id,
-                "MATCH (d:Decision) WHERE d.task_id = $tid AND d.active_seq >= $low "
-                f"WITH d ORDER BY d.active_seq DESC LIMIT $n RETURN {decision_fields()}",
-                {"tid": tid, "low": low, "n": VIEW_DECISIONS},
-            )
-            if len(found) == VIEW_DECISIONS or low == 0:
-                return found
-            width *= 8
 
     # -- events -----------------------------------------------------------
 
@@ -308,46 +271,34 @@ class ConversationHistory:
         name = c.optional_text(name, "name")
         if not c.check_request_id(request_id):
             return RecordEventResult(recorded=False, error=WriteErrorCode.invalid_request_id)
-        sha = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-        truncated = len(payload) > PAYLOAD_LIMIT
-        stored = payload[:PAYLOAD_LIMIT]
+        sha, truncated, stored = _cut(payload)
         replay = c.Replay(
             self.project_id, request_id, "record_event",
             {"task": task_name, "kind": kind.value, "sha": sha, "role": role, "name": name},
         )
         tid = c.task_id(self.project_id, task_name)
+        keys = keys_of(self.store)
+        key: dict[str, Any] = {}  # made once, when the first number is tried
 
         def new_event(seq: int) -> tuple[RecordEventResult, dict[str, Any]]:
             event = Event(
                 id=c.event_id(tid, seq), task_id=tid, seq=seq, kind=kind, role=role, name=name,
                 payload=stored, payload_sha256=sha, truncated=truncated, author=self.agent_id, at=c.now(),
             )
+            if not key:
+                key["slot"], (key["key"],) = keys.new_keys(1)  # on disk before the graph names it
             params = {
                 "tid": tid, "seq": seq, "id": str(event.id), "p": self.project_id, "kind": kind.value,
-                "role": role, "name": name, "payload": stored, "sha": sha, "truncated": truncated,
-                "author": self.agent_id, "at": c.iso(event.at),
+                "role": role, "name": name, "ct": seal(key["key"], str(event.id), stored),
+                "slot": key["slot"], "sha": sha, "truncated": truncated, "author": self.agent_id, "at": c.iso(event.at),
             }
             return RecordEventResult(recorded=True, event=event), params
 
         prev = self._seq_hint.get(tid) if self.store.fast_single_writes else None
         if prev is not None:
-            result, params = new_event(prev + 1)
-            query = "MATCH (t:Task {id: $tid}) WHERE t.event_seq = $prev "
-            if request_id is not None:
-                query += "OPTIONAL MATCH (r:Request {id: $rq_id}) WITH t, r WHERE r IS NULL "
-            query += "SET t.event_seq = $seq " + _EVENT_CREATE
-            if request_id is not None:
-                clause, rq_params = replay.create_clause(result)
-                query += " " + clause
-                params.update(rq_params)
-            try:
-                applied = self.store.execute(self.project_id, query + " RETURN $seq AS seq", {**params, "prev": prev})
-            except (GraphStoreConstraintViolationError, GraphStoreWriteConflictError):
-                applied = []  # a racing writer took the number: the unit below sorts it out
-            if applied:
-                self._seq_hint[tid] = prev + 1
-                return result
-            self._seq_hint.pop(tid, None)
+            fast = self._record_after(tid, prev, new_event, replay)
+            if fast is not None:
+                return fast
 
         def work(tx: Tx) -> RecordEventResult:
             earlier, task = self._begin_task_write(tx, task_name, replay, RecordEventResult)
@@ -363,6 +314,32 @@ class ConversationHistory:
             self._seq_hint[tid] = result.event.seq
         return result
 
+    def _record_after(
+        self, tid: str, prev: int, new_event: Any, replay: c.Replay
+    ) -> RecordEventResult | None:
+        """The single-statement write of an event numbered ``prev + 1``: a
+        compare-and-set on the task's last number (and, with a request id,
+        on its request record being absent). None when another writer was
+        first: the caller's unit then sorts it out."""
+        result, params = new_event(prev + 1)
+        query = "MATCH (t:Task {id: $tid}) WHERE t.event_seq = $prev "
+        if replay.request_id is not None:
+            query += "OPTIONAL MATCH (r:Request {id: $rq_id}) WITH t, r WHERE r IS NULL "
+        query += "SET t.event_seq = $seq " + _EVENT_CREATE
+        if replay.request_id is not None:
+            clause, rq_params = replay.create_clause(result)
+            query += " " + clause
+            params.update(rq_params)
+        try:
+            applied = self.store.execute(self.project_id, query + " RETURN $seq AS seq", {**params, "prev": prev})
+        except (GraphStoreConstraintViolationError, GraphStoreWriteConflictError):
+            applied = []  # a racing writer took the number
+        if applied:
+            self._seq_hint[tid] = prev + 1
+            return result
+        self._seq_hint.pop(tid, None)
+        return None
+
     def load_events(self, task_name: str, events: Sequence[dict[str, Any]]) -> int:
         """Append many events to a task in one unit: for seeding large data
         sets (the demo's large size, benchmarks), where one unit per event
@@ -377,14 +354,12 @@ class ConversationHistory:
         for n, item in enumerate(events):
             if not isinstance(item, dict):
                 raise ValueError(f"item {n} is not a mapping")
-            payload = c.text(item.get("payload"), "payload")
+            sha, truncated, stored = _cut(c.text(item.get("payload"), "payload"))
             rows.append({
                 "kind": c.enum_value(EventKind, item.get("kind"), "kind").value,
                 "role": c.optional_text(item.get("role"), "role"),
                 "name": c.optional_text(item.get("name"), "name"),
-                "payload": payload[:PAYLOAD_LIMIT],
-                "truncated": len(payload) > PAYLOAD_LIMIT,
-                "sha": hashlib.sha256(payload.encode("utf-8")).hexdigest(),
+                "payload": stored, "truncated": truncated, "sha": sha,
             })
         tid = c.task_id(self.project_id, task_name)
 
@@ -395,15 +370,21 @@ class ConversationHistory:
                 raise ValueError(WriteErrorCode.task_not_found.value)
             first = task["event_seq"] + 1
             at = c.iso(c.now())
+            sealed = []
             for n, r in enumerate(rows):
-                r.update(seq=first + n, id=c.event_id(tid, first + n))
+                eid = c.event_id(tid, first + n)
+                sealed.append({
+                    "seq": first + n, "id": eid, "kind": r["kind"], "role": r["role"], "name": r["name"],
+                    "ct": seal(batch[n], eid, r["payload"]), "slot": first_slot + n, "sha": r["sha"],
+                    "truncated": r["truncated"],
+                })
             last = first + len(rows) - 1
             tx.write(
                 "MATCH (t:Task {id: $tid}) SET t.event_seq = $last WITH t UNWIND $rows AS r "
                 "CREATE (:Event {id: r.id, project_id: $p, task_id: $tid, seq: r.seq, kind: r.kind, role: r.role, "
-                "name: r.name, payload: r.payload, payload_sha256: r.sha, truncated: r.truncated, "
+                "name: r.name, payload_ct: r.ct, key_slot: r.slot, payload_sha256: r.sha, truncated: r.truncated, "
                 "author: $author, at: $at})",
-                {"tid": tid, "last": last, "rows": rows, "p": self.project_id, "author": self.agent_id, "at": at},
+                {"tid": tid, "last": last, "rows": sealed, "p": self.project_id, "author": self.agent_id, "at": at},
             )
             return last
 
@@ -412,6 +393,8 @@ class ConversationHistory:
             if not task.found:
                 raise ValueError(WriteErrorCode.task_not_found.value)
             return task.view.last_event_seq
+        # every key of the batch in one write, on disk before the graph names them
+        first_slot, batch = keys_of(self.store).new_keys(len(rows))
         last = self.store.transact(self.project_id, work)
         self._seq_hint.pop(tid, None)
         return last
@@ -435,7 +418,7 @@ class ConversationHistory:
             f"UNWIND $ids AS id MATCH (e:Event {{id: id}}) RETURN {_EVENT_FIELDS} ORDER BY e.seq",
             {"ids": [c.event_id(tid, seq) for seq in range(first, last + 1)]},
         )
-        events = [Event.model_validate(r) for r in rows]
+        events = [Event.model_validate(r) for r in open_bodies(self.store, rows)]
         truncated = last < task["event_seq"]
         return EventPage(found=True, events=events, truncated=truncated, next_after_seq=last if truncated else None)
 
@@ -447,7 +430,9 @@ class ConversationHistory:
             f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_FIELDS}",
             {"id": c.event_id(c.task_id(self.project_id, task_name), seq)},
         )
-        return EventLookup(found=True, event=Event.model_validate(rows[0])) if rows else EventLookup(found=False)
+        if not rows:
+            return EventLookup(found=False)
+        return EventLookup(found=True, event=Event.model_validate(open_bodies(self.store, rows)[0]))
 
     # -- steps ------------------------------------------------------------
 
@@ -498,34 +483,40 @@ class ConversationHistory:
             supports = resolve_step_supports(tx, self.project_id, inputs)
             if supports is None:
                 return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
-            before = tx.read("MATCH (s:Step {id: $id}) RETURN s.state AS state", {"id": c.step_id(tid, name)})
-            old_state = before[0]["state"] if before else None
-            if old_state != state.value:
-                counts = [f"t.steps_{state.value} = coalesce(t.steps_{state.value}, 0) + 1"]
-                if old_state is not None:
-                    old = StepState(old_state).value
-                    counts.append(f"t.steps_{old} = coalesce(t.steps_{old}, 0) - 1")
-                tx.write(f"MATCH (t:Task {{id: $tid}}) SET {', '.join(counts)}", {"tid": tid})
             step = Step(
                 id=c.step_id(tid, name), task_id=tid, name=name, kind=kind, state=state,
                 result_event_seq=result_event_seq, updated_seq=task["event_seq"],
                 result_basis=basis, result_supports=supports,
             )
-            tx.write(
-                "MERGE (s:Step {id: $id}) "
-                "SET s.project_id = $p, s.task_id = $tid, s.name = $name, s.kind = $kind, s.state = $state, "
-                "s.result_event_seq = $seq, s.updated_seq = $updated, s.result_basis = $basis, "
-                "s.result_supports = $supports",
-                {"id": str(step.id), "p": self.project_id, "tid": tid, "name": name, "kind": kind.value,
-                 "state": state.value, "seq": result_event_seq, "updated": step.updated_seq,
-                 "basis": basis.value,
-                 "supports": json.dumps([s.model_dump(mode="json") for s in supports])},
-            )
+            self._write_step(tx, step)
             result = SetStepResult(recorded=True, step=step)
             replay.remember(tx, result)
             return result
 
         return self.store.transact(self.project_id, work)
+
+    def _write_step(self, tx: Tx, step: Step) -> None:
+        """The writes of ``set_step``: the step, and the task's count of steps
+        in each state moved when the step changes state."""
+        tid = str(step.task_id)
+        before = tx.read("MATCH (s:Step {id: $id}) RETURN s.state AS state", {"id": str(step.id)})
+        old_state = before[0]["state"] if before else None
+        if old_state != step.state.value:
+            counts = [f"t.steps_{step.state.value} = coalesce(t.steps_{step.state.value}, 0) + 1"]
+            if old_state is not None:
+                old = StepState(old_state).value
+                counts.append(f"t.steps_{old} = coalesce(t.steps_{old}, 0) - 1")
+            tx.write(f"MATCH (t:Task {{id: $tid}}) SET {', '.join(counts)}", {"tid": tid})
+        tx.write(
+            "MERGE (s:Step {id: $id}) "
+            "SET s.project_id = $p, s.task_id = $tid, s.name = $name, s.kind = $kind, s.state = $state, "
+            "s.result_event_seq = $seq, s.updated_seq = $updated, s.result_basis = $basis, "
+            "s.result_supports = $supports",
+            {"id": str(step.id), "p": self.project_id, "tid": tid, "name": step.name, "kind": step.kind.value,
+             "state": step.state.value, "seq": step.result_event_seq, "updated": step.updated_seq,
+             "basis": step.result_basis.value,
+             "supports": json.dumps([s.model_dump(mode="json") for s in step.result_supports])},
+        )
 
     def list_steps(self, task_name: str, *, after_name: str | None = None, limit: int = 50) -> StepPage:
         task_name = c.text(task_name, "task_name")
@@ -593,155 +584,3 @@ class ConversationHistory:
 
         self.store.transact(self.project_id, work)
         return self.steps_to_rerun(task_name)
-
-
-# -- supports of step results, shared with the decision layer -----------------
-
-
-def resolve_step_supports(tx: Tx, project_id: str, inputs: list[Any]) -> list[Support] | None:
-    """Stored supports for step-result inputs, or None when one matches
-    nothing in the project."""
-    supports: list[Support] = []
-    for item in inputs:
-        if isinstance(item, EventSupportInput):
-            tid = c.task_id(project_id, item.task_name)
-            rows = tx.read(
-                "MATCH (e:Event {id: $id}) RETURN e.id AS id",
-                {"id": c.event_id(tid, item.seq)},
-            )
-            if not rows:
-                return None
-            supports.append(EventSupport(event_id=rows[0]["id"], task_name=item.task_name, seq=item.seq))
-        elif isinstance(item, DecisionSupportInput):
-            rows = tx.read(
-                "MATCH (d:Decision {id: $id, project_id: $p}) RETURN d.id AS id",
-                {"id": item.decision_id, "p": project_id},
-            )
-            if not rows:
-                return None
-            supports.append(DecisionSupport(decision_id=rows[0]["id"]))
-        elif isinstance(item, DocumentSupportInput):
-            try:
-                ref = decode_evidence_id(item.evidence_id)
-            except ValueError:
-                return None
-            doc_id = str(ref.document_node_id)
-            rows = tx.read(
-                "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p "
-                "MATCH (d:Document {id: v.document_id}) WHERE d.deleted_at IS NULL "
-                "RETURN v.key AS key, v.content_hash AS hash, v.length AS length, v.chunk_starts AS starts",
-                {"vid": version_id(doc_id, ref.activation_seq), "p": project_id},
-            )
-            if not rows:
-                return None
-            # the cited text must be in the cited version: a span inside it,
-            # a chunk it has
-            if ref.chunk_index is None:
-                if (ref.char_end or 0) > rows[0]["length"]:
-                    return None
-            elif chunk_range(rows[0]["starts"], rows[0]["length"], ref.chunk_index) is None:
-                return None
-            supports.append(
-                DocumentSupport(
-                    evidence_id=item.evidence_id, document_key=rows[0]["key"], document_node_id=doc_id,
-                    content_hash_prefix=rows[0]["hash"][:16], content_hash=rows[0]["hash"],
-                    reference_kind=ref.kind, char_start=ref.char_start, char_end=ref.char_end,
-                    chunk_id=chunk_id(doc_id, ref.activation_seq, ref.chunk_index)
-                    if ref.chunk_index is not None else None,
-                    recorded_activation_seq=ref.activation_seq,
-                )
-            )
-    return supports
-
-
-def step_validities(
-    store: GraphStore, project_id: str, steps: list[dict[str, Any]]
-) -> dict[str, StepResultValidity]:
-    """Check the supports of completed step results again (seed 000, "Steps").
-    ``steps``: maps with ``name``, ``state``, ``result_basis`` (stored
-    strings) and ``result_supports`` (parsed)."""
-    validity: dict[str, StepResultValidity] = {}
-    event_ids: set[str] = set()
-    decision_ids: set[str] = set()
-    for step in steps:
-        for s in step["result_supports"]:
-            if isinstance(s, EventSupport):
-                event_ids.add(str(s.event_id))
-            elif isinstance(s, DecisionSupport):
-                decision_ids.add(str(s.decision_id))
-    events = {
-        r["id"]: r
-        for r in (
-            store.read(
-                project_id,
-                "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.redacted_at AS redacted_at, "
-                "e.truncated AS truncated",
-                {"ids": sorted(event_ids)},
-            )
-            if event_ids
-            else []
-        )
-    }
-    decisions = {
-        r["id"]: r
-        for r in (
-            store.read(
-                project_id,
-                "UNWIND $ids AS id MATCH (d:Decision {id: id, project_id: $p}) "
-                "RETURN d.id AS id, d.status AS status, d.review_state AS review_state",
-                {"ids": sorted(decision_ids), "p": project_id},
-            )
-            if decision_ids
-            else []
-        )
-    }
-    doc_ids = sorted(
-        {str(s.document_node_id) for step in steps for s in step["result_supports"] if isinstance(s, DocumentSupport)}
-    )
-    documents = {
-        r["id"]: r
-        for r in (
-            store.read(
-                project_id,
-                "UNWIND $ids AS id MATCH (d:Document {id: id}) WHERE d.project_id = $p "
-                "RETURN d.id AS id, d.activation_seq AS seq, d.deleted_at AS deleted_at",
-                {"ids": doc_ids, "p": project_id},
-            )
-            if doc_ids
-            else []
-        )
-    }
-    for step in steps:
-        name = step["name"]
-        if step["state"] != StepState.completed.value:
-            validity[name] = StepResultValidity.unknown
-            continue
-        if step["result_basis"] == StepResultBasis.independent.value:
-            validity[name] = StepResultValidity.reusable
-            continue
-        if step["result_basis"] == StepResultBasis.unknown.value or not step["result_supports"]:
-            validity[name] = StepResultValidity.unknown
-            continue
-        verdict = StepResultValidity.reusable
-        for s in step["result_supports"]:
-            if isinstance(s, EventSupport):
-                event = events.get(str(s.event_id))
-                if event is None or event["redacted_at"] is not None or event["truncated"]:
-                    verdict = StepResultValidity.unavailable
-                    break
-            elif isinstance(s, DecisionSupport):
-                decision = decisions.get(str(s.decision_id))
-                if decision is None:
-                    verdict = StepResultValidity.unavailable
-                    break
-                if decision["status"] != DecisionStatus.active.value or decision["review_state"] != ReviewState.clear.value:
-                    verdict = StepResultValidity.needs_review
-            else:
-                doc = documents.get(str(s.document_node_id))
-                if doc is None or doc["deleted_at"] is not None:
-                    verdict = StepResultValidity.unavailable
-                    break
-                if doc["seq"] != s.recorded_activation_seq:
-                    verdict = StepResultValidity.needs_review
-        validity[name] = verdict
-    return validity

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import _causes, _review
 from . import _common as c
 from ._evidence import (
     CHUNK_TARGET,
@@ -35,7 +36,6 @@ from ._evidence import (
     encode_span,
     version_id,
 )
-from . import _causes, _review
 from ._schema import CORE_SCHEMA
 from .models.decision import EvidenceKind, ReviewReason
 from .models.knowledge import (
@@ -136,30 +136,8 @@ class Graph:
             if flagged:  # reads first, so before this unit's writes
                 cause = _causes.document_cause(key, seq)
                 _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at, known=citing)
-            if doc is None:
-                tx.write(
-                    "CREATE (:Document {id: $id, project_id: $p, key: $key, activation_seq: $seq, "
-                    "content_hash: $hash, created_at: $at, updated_at: $at})",
-                    {"id": doc_id, "p": self.project_id, "key": key, "seq": seq, "hash": digest, "at": at},
-                )
-            else:
-                tx.write(
-                    "MATCH (d:Document {id: $id}) SET d.activation_seq = $seq, d.content_hash = $hash, "
-                    "d.updated_at = $at, d.deleted_at = null",
-                    {"id": doc_id, "seq": seq, "hash": digest, "at": at},
-                )
-                tx.write(
-                    "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
-                    {"id": doc_id, "at": at},
-                )
-            tx.write(
-                "CREATE (:DocVersion {id: $vid, project_id: $p, document_id: $id, key: $key, activation_seq: $seq, "
-                "content_hash: $hash, text: $text, length: $length, chunk_starts: $starts, created_at: $at, "
-                "author: $author})",
-                {"vid": version_id(doc_id, seq), "p": self.project_id, "id": doc_id, "key": key, "seq": seq,
-                 "hash": digest, "text": text, "length": len(text), "starts": starts, "at": at,
-                 "author": self.agent_id},
-            )
+            self._write_version(tx, doc_id, key, text, seq=seq, digest=digest, starts=starts, at=at,
+                                new=doc is None)
             version = DocumentVersion(
                 document_key=key, document_node_id=doc_id, activation_seq=seq, content_hash=digest,
                 length=len(text), chunk_count=len(starts), created_at=at, author=self.agent_id,
@@ -167,6 +145,38 @@ class Graph:
             return DocumentWriteResult(recorded=True, version=version, flagged_decision_ids=sorted(flagged))
 
         return self._unit(doc_id, replay, write)
+
+    def _write_version(
+        self, tx: Tx, doc_id: str, key: str, text: str, *, seq: int, digest: str, starts: list[int], at: str,
+        new: bool,
+    ) -> None:
+        """The writes of a new current version: the document (created, or
+        moved on to the version with the one before it superseded) and the
+        version with its text and chunk offsets."""
+        if new:
+            tx.write(
+                "CREATE (:Document {id: $id, project_id: $p, key: $key, activation_seq: $seq, "
+                "content_hash: $hash, created_at: $at, updated_at: $at})",
+                {"id": doc_id, "p": self.project_id, "key": key, "seq": seq, "hash": digest, "at": at},
+            )
+        else:
+            tx.write(
+                "MATCH (d:Document {id: $id}) SET d.activation_seq = $seq, d.content_hash = $hash, "
+                "d.updated_at = $at, d.deleted_at = null",
+                {"id": doc_id, "seq": seq, "hash": digest, "at": at},
+            )
+            tx.write(
+                "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
+                {"id": doc_id, "at": at},
+            )
+        tx.write(
+            "CREATE (:DocVersion {id: $vid, project_id: $p, document_id: $id, key: $key, activation_seq: $seq, "
+            "content_hash: $hash, text: $text, length: $length, chunk_starts: $starts, created_at: $at, "
+            "author: $author})",
+            {"vid": version_id(doc_id, seq), "p": self.project_id, "id": doc_id, "key": key, "seq": seq,
+             "hash": digest, "text": text, "length": len(text), "starts": starts, "at": at,
+             "author": self.agent_id},
+        )
 
     def delete(self, key: str, *, request_id: str | None = None) -> DocumentWriteResult:
         """The document is gone from the graph's current state (its versions

@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
+from . import _causes, _counters, _decision_rows, _review
 from . import _common as c
-from . import _counters, _decision_rows, _review
+from ._purge import Purger, event_purge_states
 from ._schema import CORE_SCHEMA, DECISION_SCHEMA
 from .models.decision import ReviewReason
-from .models.retention import ActivityEntry, RetentionErrorCode, RetentionResult, TaskDeletionPreview
+from .models.retention import (
+    ActivityEntry,
+    RetentionErrorCode,
+    RetentionResult,
+    TaskDeletionPreview,
+)
 from .stores.base import GraphStore, Tx
+from .stores.keystore import keys_of, parse_ranges, slot_ranges
 
-__all__ = ["HistoryRetention", "REDACTED", "ActivityLog"]
+__all__ = ["HistoryRetention", "REDACTED", "ActivityLog", "purge_disk_soon", "disk_purge_states"]
 
 #: The body of a redacted event.
 REDACTED = "[REDACTED]"
@@ -60,7 +68,7 @@ class HistoryRetention:
                 return earlier
             rows = tx.read(
                 "MATCH (e:Event {id: $id}) WHERE e.project_id = $p "
-                "RETURN e.task_id AS task_id, e.seq AS seq, e.redacted_at AS redacted_at",
+                "RETURN e.task_id AS task_id, e.seq AS seq, e.redacted_at AS redacted_at, e.key_slot AS slot",
                 {"id": eid, "p": self.project_id},
             )
             if not rows:
@@ -69,29 +77,35 @@ class HistoryRetention:
                 result = RetentionResult(recorded=True)  # already redacted: nothing more to do
                 replay.remember(tx, result)
                 return result
-            flagged = sorted(
-                r["id"]
-                for r in tx.read(
-                    "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
-                    "RETURN DISTINCT d.id AS id",
-                    {"id": eid},
-                )
-            )
+            flagged = sorted(r["id"] for r in tx.read(
+                "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
+                "RETURN DISTINCT d.id AS id", {"id": eid},
+            ))
             task = tx.read("MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": rows[0]["task_id"]})
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
-                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, f"redaction:{eid}", at)
+                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, _causes.redaction_cause(eid), at)
             tx.write(
-                "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by",
+                "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by, "
+                "e.payload_ct = null, e.key_slot = null",
                 {"id": eid, "marker": REDACTED, "at": at, "by": self.agent_id},
             )
             label = f"{task[0]['name'] if task else '?'} #{rows[0]['seq']}"
-            _review.log_activity(tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at)
+            slot = rows[0]["slot"]
+            shred[:] = [] if slot is None else [slot]
+            _review.log_activity(
+                tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at,
+                purge_slots=slot_ranges(shred),
+            )
             result = RetentionResult(recorded=True, affected_decision_ids=flagged)
             replay.remember(tx, result)
             return result
 
-        return self.store.transact(self.project_id, work)
+        shred: list[int] = []
+        result = self.store.transact(self.project_id, work)
+        if shred:  # the key goes now; the purge destroys it again should this process die here
+            keys_of(self.store).destroy(shred)
+        return result
 
     def _deletion_plan(self, tx: Tx | None, tid: str, include_decisions: bool) -> dict[str, Any]:
         def read(query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -168,53 +182,75 @@ class HistoryRetention:
             plan = self._deletion_plan(tx, tid, include_decisions)
             if not plan:
                 return RetentionResult(recorded=False, error=RetentionErrorCode.task_not_found)
-            choices = []
-            if include_decisions and plan["own"]:
-                choices = tx.read(
-                    "MATCH (d:Decision {task_id: $id}) WHERE d.status = 'active' RETURN DISTINCT d.choice_key AS key",
-                    {"id": tid},
-                )
-            remaining = {}
-            for row in choices:
-                remaining[row["key"]] = tx.read(
-                    "MATCH (d:Decision {choice_key: $key}) WHERE d.project_id = $p AND d.status = 'active' "
-                    "AND d.task_id <> $id RETURN d.conclusion_norm AS norm",
-                    {"key": row["key"], "p": self.project_id, "id": tid},
-                )
+            slots = [r["s"] for r in tx.read(
+                "MATCH (e:Event {task_id: $id}) WHERE e.key_slot IS NOT NULL RETURN e.key_slot AS s", {"id": tid}
+            )]
+            shred[:] = slots
+            remaining = self._choices_left(tx, tid) if include_decisions and plan["own"] else {}
             at = c.iso(c.now())
             own = _counters.Tally(
                 tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"]
             )
             if plan["flagged"]:
-                _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, f"deletion:{task_name}", at, spread=False)
-            if include_decisions:
-                tx.write(
-                    "MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": plan["own"]}
-                )
-                tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
-                own.settle(tx)
-            else:
-                _decision_rows.detach_decisions(tx, self.project_id, tid, at)
-            tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
-            tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
-            tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})
-            for key, active in remaining.items():
-                norms = {a["norm"] for a in active}
-                tx.write(
-                    "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
-                    {"id": c.choice_node_id(self.project_id, key), "n": len(active),
-                     "conflict": True if len(norms) > 1 else None},
-                )
+                _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, _causes.deletion_cause(task_name), at, spread=False)
+            self._delete_records(tx, tid, plan["own"] if include_decisions else None, own, at)
+            self._write_choices(tx, remaining)
             summary = (
                 f"{task_name}: {plan['events']} events, {plan['steps']} steps, "
                 + (f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept")
             )
-            _review.log_activity(tx, self.project_id, self.agent_id, "delete_task", "task", tid, summary, reason, at)
+            _review.log_activity(
+                tx, self.project_id, self.agent_id, "delete_task", "task", tid, summary, reason, at,
+                purge_slots=slot_ranges(slots),
+            )
             result = RetentionResult(recorded=True, affected_decision_ids=plan["flagged"])
             replay.remember(tx, result)
             return result
 
-        return self.store.transact(self.project_id, work)
+        shred: list[int] = []
+        result = self.store.transact(self.project_id, work)
+        if shred:  # the keys go now; the purge destroys them again should this process die here
+            keys_of(self.store).destroy(parse_ranges(slot_ranges(shred)))
+        return result
+
+    def _delete_records(self, tx: Tx, tid: str, own: list[str] | None, tally: _counters.Tally, at: str) -> None:
+        """The task, its events and steps deleted; its decisions (``own``)
+        deleted with their support records, or (None) kept and detached."""
+        if own is not None:
+            tx.write("MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": own})
+            tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
+            tally.settle(tx)
+        else:
+            _decision_rows.detach_decisions(tx, self.project_id, tid, at)
+        tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
+        tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
+        tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})
+
+    def _choices_left(self, tx: Tx, tid: str) -> dict[str, list[dict[str, Any]]]:
+        """For each choice of the task's active decisions (which the deletion
+        removes), the active decisions of other tasks that remain: the
+        choice's conflict flag is counted again from them."""
+        choices = tx.read(
+            "MATCH (d:Decision {task_id: $id}) WHERE d.status = 'active' RETURN DISTINCT d.choice_key AS key",
+            {"id": tid},
+        )
+        return {
+            row["key"]: tx.read(
+                "MATCH (d:Decision {choice_key: $key}) WHERE d.project_id = $p AND d.status = 'active' "
+                "AND d.task_id <> $id RETURN d.conclusion_norm AS norm",
+                {"key": row["key"], "p": self.project_id, "id": tid},
+            )
+            for row in choices
+        }
+
+    def _write_choices(self, tx: Tx, remaining: dict[str, list[dict[str, Any]]]) -> None:
+        for key, active in remaining.items():
+            norms = {a["norm"] for a in active}
+            tx.write(
+                "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
+                {"id": c.choice_node_id(self.project_id, key), "n": len(active),
+                 "conflict": True if len(norms) > 1 else None},
+            )
 
 
 class ActivityLog:
@@ -239,7 +275,8 @@ class ActivityLog:
             "AND ($action IS NULL OR a.action = $action) "
             "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
             "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_kind AS target_kind, "
-            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at",
+            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
+            "a.purge AS disk_purge, a.purged_at AS disk_purged_at",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
         return [ActivityEntry.model_validate(r) for r in rows]
@@ -265,3 +302,17 @@ def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("include_decisions must be a boolean")
     return value
+
+
+def purge_disk_soon(store: GraphStore, *, now: bool = False) -> None:
+    """Start this process's background disk purge (``core._purge``): after a
+    quiet spell following a redaction or deletion, or ``now`` (on opening a
+    store, to finish a purge an earlier process left pending)."""
+    Purger.kick(store, now=now)
+
+
+def disk_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, datetime | None]:
+    """Redacted event id -> when its text left the store's files (None:
+    removal pending)."""
+    states = event_purge_states(store, project_id, event_ids)
+    return {k: datetime.fromisoformat(v) if v else None for k, v in states.items()}

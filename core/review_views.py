@@ -19,12 +19,30 @@ from . import _common as c
 from ._causes import describe_cause
 from ._evidence import chunk_range, decode_evidence_id, version_id
 from ._supports import find_nearest
+from ._queue_flow import (  # noqa: F401  (GroupItem, GroupReview, QueueProgress: re-exported)
+    GroupItem,
+    GroupReview,
+    QueueFlowViews,
+    QueuePage,
+    QueueProgress,
+    _Memo,
+)
+from ._workbench import (
+    DecisionName,
+    DecisionPick,
+    Dependant,
+    EventPick,
+    PassagePick,
+    ReviewActions,
+    SupersedeChoices,
+    WorkbenchViews,
+    decision_name,
+)
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import Graph
 from .models.decision import (
     Decision,
-    DecisionReviewList,
     DecisionSupport,
     DocumentSupport,
     EventSupport,
@@ -43,8 +61,11 @@ from .models.knowledge import (
 )
 from .models.task import Event
 from .stores.base import GraphStore
+from .textdiff import PassageDiff, passage_diff
 
 __all__ = [
+    "DecisionName", "DecisionPick", "Dependant", "EventPick", "PassagePick", "ReviewActions",
+    "SupersedeChoices", "decision_name",
     "CitingDecision",
     "DecisionReview",
     "DocumentPage",
@@ -59,8 +80,9 @@ __all__ = [
 #: The state a support is shown in. ``moved``: the document changed but the
 #: cited passage is still in the current text (reaffirming re-anchors it);
 #: ``changed``: the passage is gone from the current text, or a decision it
-#: cites is flagged or no longer active.
-SupportState = Literal["current", "moved", "changed", "removed", "redacted"]
+#: cites is no longer active; ``flagged``: a decision it cites is active but
+#: itself needs review (nothing changed yet).
+SupportState = Literal["current", "moved", "changed", "flagged", "removed", "redacted"]
 
 
 class _View(BaseModel):
@@ -83,6 +105,9 @@ class SupportView(_View):
     event: Event | None = None
     #: decision supports: the decision it cites, if it still exists
     decision: Decision | None = None
+    #: document supports whose document has a newer version: the cited
+    #: passage of the recorded text against the current text (core.textdiff)
+    diff: PassageDiff | None = None
 
     @property
     def kind(self) -> str:
@@ -125,6 +150,12 @@ class DecisionReview(_View):
     revisions: list[Revision]
     history: SupportHistoryPage
     choices: list[SupportChoice]
+    #: the workbench (core._workbench): its name, what can be done now,
+    #: every decision the page mentions by name, the dependants named
+    name: DecisionName | None = None
+    actions: ReviewActions = ReviewActions()
+    names: dict[str, DecisionName] = {}
+    dependant_views: list[Dependant] = []
 
     @property
     def can_act(self) -> bool:
@@ -133,20 +164,8 @@ class DecisionReview(_View):
 
     @property
     def can_reaffirm(self) -> bool:
-        """Whether every support still holds, so reaffirming can succeed."""
-        return self.can_act and all(v.holds for v in self.supports if v.support.current)
-
-
-class QueuePage(_View):
-    """One page of the review queue, grouped by root cause in queue order."""
-
-    result: DecisionReviewList
-    #: (root cause, the decisions flagged by it), consecutive runs in queue order
-    groups: list[tuple[str, list[Decision]]]
-    filters: dict[str, str]
-    page: int
-    pages: int
-    counts: dict[str, int]
+        """Whether reaffirming can succeed now (``actions.blocked`` says why not)."""
+        return self.actions.reaffirm
 
 
 class CitingDecision(_View):
@@ -154,6 +173,8 @@ class CitingDecision(_View):
     key: str
     task: str
     state: str
+    revision: int = 1
+    status: str = "active"
 
 
 class DocumentPage(_View):
@@ -174,7 +195,7 @@ class RedactionPreview(_View):
     event: Event | None
 
 
-class ReviewViews:
+class ReviewViews(WorkbenchViews):
     """The read models of one project, read as ``agent_id``."""
 
     CITERS_SHOWN = 200
@@ -236,14 +257,23 @@ class ReviewViews:
     def decision_review(self, decision: Decision) -> DecisionReview:
         d = decision
         depends = self.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
+        history = self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50)
+        actions = self.review_actions(d)
+        dependants = self.dependants_of(d, actions)
+        names = self.decision_names(
+            [str(s.decision_id) for s in history.supports if isinstance(s, DecisionSupport) and
+             str(s.decision_id) not in depends]
+        )
+        names.update({i: decision_name(x) for i, x in depends.items()})
         return DecisionReview(
             decision=d,
             supports=[self.support_view(s) for s in d.supports],
             depends_on=list(depends.values()),
-            dependants=self.traces.list_dependants(str(d.id), limit=50),
+            dependants=[x.decision for x in dependants],
             revisions=self.traces.list_revisions(str(d.id)),
-            history=self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50),
+            history=history,
             choices=self.support_choices(d),
+            name=decision_name(d), actions=actions, names=names, dependant_views=dependants,
         )
 
     def support_view(self, s: Support) -> SupportView:
@@ -258,8 +288,10 @@ class ReviewViews:
         dep = self.traces.get_decision(str(s.decision_id)).decision
         if dep is None:
             return SupportView(support=s, state="removed")
-        flagged = dep.status.value != "active" or dep.review_state is not ReviewState.clear
-        return SupportView(support=s, state="changed" if flagged else "current", decision=dep)
+        if dep.status.value != "active":
+            return SupportView(support=s, state="changed", decision=dep)
+        state = "current" if dep.review_state is ReviewState.clear else "flagged"
+        return SupportView(support=s, state=state, decision=dep)
 
     def _document_view(self, s: DocumentSupport) -> SupportView:
         info = self.graph.get_document(s.document_key)
@@ -275,6 +307,7 @@ class ReviewViews:
         return SupportView(
             support=s, state="moved" if moved else "changed", passage=passage, recorded_text=recorded or "",
             current_text=current, current_version=info.activation_seq,
+            diff=passage_diff(recorded or "", current, start, end),
         )
 
     def support_choices(self, decision: Decision) -> list[SupportChoice]:
@@ -338,14 +371,16 @@ class ReviewViews:
         rows = self.store.read(
             self.project_id,
             "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-            "RETURN r.seq AS seq, d.id AS id, d.choice_key AS key, d.task_name AS task, d.review_state AS state "
+            "RETURN r.seq AS seq, d.id AS id, d.choice_key AS key, d.task_name AS task, d.review_state AS state, "
+            "d.revision AS revision, d.status AS status "
             f"ORDER BY seq DESC, key LIMIT {self.CITERS_SHOWN}",
             {"id": str(info.node_id)},
         )
         citing: dict[int, list[CitingDecision]] = {}
         for r in rows:
             citing.setdefault(r["seq"], []).append(
-                CitingDecision(id=r["id"], key=r["key"], task=r["task"], state=r["state"])
+                CitingDecision(id=r["id"], key=r["key"], task=r["task"], state=r["state"], revision=r["revision"],
+                               status=r["status"])
             )
         versions = self.graph.list_versions(key)
         text = self.graph.version_text(key, info.activation_seq) if info.state is SourceState.current else None

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
+import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = ["Op", "word_diff", "Piece", "PassageDiff", "passage_diff"]
 
@@ -28,9 +30,9 @@ __all__ = ["Op", "word_diff", "Piece", "PassageDiff", "passage_diff"]
 EXACT_LIMIT = 40_000
 
 
-@dataclass(frozen=True)
-class Op:
-    """One step of a diff over word indexes: ``a[a0:a1]`` becomes ``b[b0:b1]``."""
+class Op(NamedTuple):
+    """One step of a diff over word indexes: ``a[a0:a1]`` becomes ``b[b0:b1]``
+    (a named tuple: a 100 kB document makes tens of thousands of them)."""
 
     tag: Literal["equal", "replace", "delete", "insert"]
     a0: int
@@ -39,18 +41,13 @@ class Op:
     b1: int
 
 
+_WORD = re.compile(r"\S+")
+
+
 def _words(text: str) -> tuple[list[str], list[tuple[int, int]]]:
-    """The words of ``text`` and their offsets (``str.split`` and ``\\S+``
-    agree on what whitespace is)."""
-    words = text.split()
-    spans = []
-    find = text.find
-    pos = 0
-    for w in words:
-        pos = find(w, pos)
-        spans.append((pos, pos + len(w)))
-        pos += len(w)
-    return words, spans
+    """The words of ``text`` (runs of non-space characters) and their offsets."""
+    spans = [m.span() for m in _WORD.finditer(text)]
+    return [text[a:b] for a, b in spans], spans
 
 
 def _lis(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -155,9 +152,13 @@ def _merge(ops: list[Op]) -> list[Op]:
             for o in out]
 
 
+@functools.lru_cache(maxsize=8)
 def word_diff(old: str, new: str) -> tuple[list[Op], list[tuple[int, int]], list[tuple[int, int]]]:
     """The diff of the words of ``old`` and ``new``: the steps, and each
-    text's word offsets (``(start, end)`` per word) to map them back."""
+    text's word offsets (``(start, end)`` per word) to map them back. The
+    last few answers are kept: a page diffs one pair of versions for the
+    support it shows, the reason it cannot be reaffirmed and the passage the
+    supersede form offers (callers must not change the lists)."""
     a, a_spans = _words(old)
     b, b_spans = _words(new)
     ops: list[Op] = []
@@ -172,6 +173,9 @@ class Piece:
     text: str
     kind: Literal["same", "removed", "added", "gap"]
     cited: bool = False
+    #: the whitespace that follows it in its text, as one space, a line
+    #: break or a paragraph break (so the pieces keep the text's paragraphs)
+    sep: str = " "
 
 
 @dataclass(frozen=True)
@@ -210,15 +214,18 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
     start, end = max(0, min(start, len(old))), max(0, min(end, len(old)))
     ops, a_spans, b_spans = word_diff(old, new)
     w0, w1 = _line_window(old, start, end, context_lines)
-    first = bisect.bisect_right([e for _, e in a_spans], w0)  # first word ending after w0
-    last = bisect.bisect_left([s for s, _ in a_spans], w1)  # words before index last start before w1
+    first = bisect.bisect_right(a_spans, w0, key=lambda span: span[1])  # first word ending after w0
+    last = bisect.bisect_left(a_spans, w1, key=lambda span: span[0])  # words before index last start before w1
 
     def is_cited(i: int) -> bool:
         return a_spans[i][0] < end and a_spans[i][1] > start
 
     # rows: (kind, a0, a1, b0, b1, cited), kinds "same", "change"
     rows: list[tuple[str, int, int, int, int, bool]] = []
-    for op in ops:
+    # the steps are in order of the old words: only those reaching the window
+    for op in ops[bisect.bisect_left(ops, first, key=lambda o: o.a1):]:
+        if op.a0 > last:
+            break
         a0, a1 = max(op.a0, first), min(op.a1, last)
         if op.tag == "insert":
             if first <= op.a0 <= last:
@@ -243,32 +250,39 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
     def text_of(spans: list[tuple[int, int]], source: str, x0: int, x1: int) -> str:
         return source[spans[x0][0]:spans[x1 - 1][1]] if x0 < x1 else ""
 
+    def sep_of(spans: list[tuple[int, int]], source: str, x1: int) -> str:
+        if x1 <= 0 or x1 >= len(spans):
+            return ""
+        gap = source[spans[x1 - 1][1]:spans[x1][0]]
+        breaks = gap.count("\n")
+        return "\n\n" if breaks > 1 else "\n" if breaks else " "
+
     before: list[Piece] = []
     after: list[Piece] = []
     for kind, a0, a1, b0, b1, cited in rows:
         if kind == "change":
-            before.append(Piece(text_of(a_spans, old, a0, a1), "removed", cited))
-            after.append(Piece(text_of(b_spans, new, b0, b1), "added", cited))
+            before.append(Piece(text_of(a_spans, old, a0, a1), "removed", cited, sep_of(a_spans, old, a1)))
+            after.append(Piece(text_of(b_spans, new, b0, b1), "added", cited, sep_of(b_spans, new, b1)))
         elif not cited and a1 - a0 > 2 * keep_words:
             for side, spans, source, x0, x1 in ((before, a_spans, old, a0, a1), (after, b_spans, new, b0, b1)):
                 side.append(Piece(text_of(spans, source, x0, x0 + keep_words), "same"))
                 side.append(Piece("…", "gap"))
-                side.append(Piece(text_of(spans, source, x1 - keep_words, x1), "same"))
+                side.append(Piece(text_of(spans, source, x1 - keep_words, x1), "same", sep=sep_of(spans, source, x1)))
         else:
-            before.append(Piece(text_of(a_spans, old, a0, a1), "same", cited))
-            after.append(Piece(text_of(b_spans, new, b0, b1), "same", cited))
+            before.append(Piece(text_of(a_spans, old, a0, a1), "same", cited, sep_of(a_spans, old, a1)))
+            after.append(Piece(text_of(b_spans, new, b0, b1), "same", cited, sep_of(b_spans, new, b1)))
     changed = any(kind == "change" for kind, *_ in rows)
     return PassageDiff(before=_joined(before), after=_joined(after), changed=changed)
 
 
 def _joined(pieces: list[Piece]) -> list[Piece]:
-    """Non-empty pieces; neighbours of one kind merged, a space between."""
+    """Non-empty pieces; neighbours of one kind merged, their separator between."""
     out: list[Piece] = []
     for p in pieces:
         if not p.text:
             continue
         if out and out[-1].kind == p.kind and out[-1].cited == p.cited and p.kind != "gap":
-            out[-1] = Piece(out[-1].text + " " + p.text, p.kind, p.cited)
+            out[-1] = Piece(out[-1].text + (out[-1].sep or " ") + p.text, p.kind, p.cited, p.sep)
         else:
             out.append(p)
     return out

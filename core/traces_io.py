@@ -54,7 +54,13 @@ from pydantic import BaseModel
 from . import _common as c
 from .decisions import DecisionTraces
 from .history import ConversationHistory
-from .knowledge import Graph, decode_evidence_id, document_node_id, encode_chunk, encode_span
+from .knowledge import (
+    Graph,
+    decode_evidence_id,
+    document_node_id,
+    encode_chunk,
+    encode_span,
+)
 from .models import DecisionSupport, DocumentSupport, EventSupport
 from .retention import ActivityLog, HistoryRetention
 from .review_sweep import review_until_done
@@ -325,125 +331,157 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
     """The project as operations, in the order they happened; importing
     them into an empty store rebuilds its tasks, events, steps, documents,
     decisions and their review."""
-    timed: list[tuple[datetime, int, int, dict[str, Any]]] = []
-    n = 0
-
-    def at(when: Any, rank: int, line: dict[str, Any]) -> None:
-        nonlocal n
-        n += 1
-        timed.append((when, rank, n, {"op": line.pop("op"), "project": project, **line, "at": c.iso(when)}))
-
-    history = ConversationHistory(store, project_id=project, agent_id="export")
-    graph = Graph(store, project_id=project, agent_id="export")
-    traces = DecisionTraces(store, project_id=project, agent_id="export")
-
-    # documents: every version, and the deletions between them
-    keys = [r["key"] for r in store.read(
-        project, "MATCH (d:Document) WHERE d.project_id = $p RETURN d.key AS key ORDER BY key", {"p": project})]
-    for key in keys:
-        versions = sorted(graph.list_versions(key), key=lambda v: v.activation_seq)
-        live = False
-        for i, v in enumerate(versions):
-            text = graph.version_text(key, v.activation_seq)
-            op = "update_document" if live else "add_document"
-            at(v.created_at, 0, {"op": op, "agent": v.author or "import", "key": key, "text": text,
-                                 "request_id": f"export:doc:{key}:{v.activation_seq}"[:64]})
-            live = True
-            following = versions[i + 1] if i + 1 < len(versions) else None
-            if v.superseded_at is not None and (following is None or following.created_at != v.superseded_at):
-                at(v.superseded_at, 9, {"op": "delete_document", "agent": "import", "key": key,
-                                        "request_id": f"export:del:{key}:{v.activation_seq}"[:64]})
-                live = False
-
-    # tasks, events, steps
-    tasks = []
-    after: str | None = None
-    while True:
-        page, more = history.list_tasks(after_name=after, limit=200)
-        tasks += page
-        if not more or not page:
-            break
-        after = page[-1].name
-    event_at: dict[tuple[str, int], datetime] = {}
-    event_of: dict[str, tuple[str, int]] = {}
+    export = _Export(store, project)
+    export.documents()
+    tasks = export.tasks_and_events()
+    decisions = _all_decisions(export.traces, [t.name for t in tasks])
+    export.ref = {str(d.id): {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision}
+                  for d in decisions}
     for task in tasks:
-        at(task.created_at, 1, {"op": "create_task", "agent": task.author, "task": task.name, "goal": task.goal,
-                                "request_id": f"export:task:{task.id}"})
+        export.steps(task)
+    export.decisions(decisions)
+    export.reviews()
+    yield from export.in_order()
+    # The source's review spread to the end: so does the import's. (Review
+    # still queued at the source stays queued in the import, for a sweep.)
+    if decisions and export.traces.review_counts().get("queued", 0) == 0:
+        yield {"op": "continue_review", "project": project, "agent": "import", "until_done": True}
+
+
+class _Export:
+    """The lines of one project's export, each with when it happened and a
+    rank that orders lines of one instant (documents, tasks, events, steps,
+    decisions, reviews, deletions)."""
+
+    def __init__(self, store: GraphStore, project: str) -> None:
+        self.store = store
+        self.project = project
+        self.timed: list[tuple[datetime, int, int, dict[str, Any]]] = []
+        self.history = ConversationHistory(store, project_id=project, agent_id="export")
+        self.graph = Graph(store, project_id=project, agent_id="export")
+        self.traces = DecisionTraces(store, project_id=project, agent_id="export")
+        self.event_at: dict[tuple[str, int], datetime] = {}
+        self.event_of: dict[str, tuple[str, int]] = {}
+        self.ref: dict[str, dict[str, Any]] = {}
+
+    def at(self, when: Any, rank: int, line: dict[str, Any]) -> None:
+        op = line.pop("op")
+        self.timed.append((when, rank, len(self.timed), {"op": op, "project": self.project, **line,
+                                                         "at": c.iso(when)}))
+
+    def in_order(self) -> Iterator[dict[str, Any]]:
+        self.timed.sort(key=lambda t: (t[0], t[1], t[2]))
+        return (line for _when, _rank, _n, line in self.timed)
+
+    def documents(self) -> None:
+        """Every version of every document, and the deletions between them."""
+        keys = [r["key"] for r in self.store.read(
+            self.project, "MATCH (d:Document) WHERE d.project_id = $p RETURN d.key AS key ORDER BY key",
+            {"p": self.project})]
+        for key in keys:
+            versions = sorted(self.graph.list_versions(key), key=lambda v: v.activation_seq)
+            live = False
+            for i, v in enumerate(versions):
+                text = self.graph.version_text(key, v.activation_seq)
+                op = "update_document" if live else "add_document"
+                self.at(v.created_at, 0, {"op": op, "agent": v.author or "import", "key": key, "text": text,
+                                          "request_id": f"export:doc:{key}:{v.activation_seq}"[:64]})
+                live = True
+                following = versions[i + 1] if i + 1 < len(versions) else None
+                if v.superseded_at is not None and (following is None or following.created_at != v.superseded_at):
+                    self.at(v.superseded_at, 9, {"op": "delete_document", "agent": "import", "key": key,
+                                                 "request_id": f"export:del:{key}:{v.activation_seq}"[:64]})
+                    live = False
+
+    def tasks_and_events(self) -> list[Any]:
+        tasks = []
+        after: str | None = None
+        while True:
+            page, more = self.history.list_tasks(after_name=after, limit=200)
+            tasks += page
+            if not more or not page:
+                break
+            after = page[-1].name
+        for task in tasks:
+            self.at(task.created_at, 1, {"op": "create_task", "agent": task.author, "task": task.name,
+                                         "goal": task.goal, "request_id": f"export:task:{task.id}"})
+            self.events(task)
+        return tasks
+
+    def events(self, task: Any) -> None:
         seq = 0
         while True:
-            events = history.list_events(task.name, after_seq=seq, limit=200)
+            events = self.history.list_events(task.name, after_seq=seq, limit=200)
             for e in events.events:
-                event_at[(task.name, e.seq)] = e.at
-                event_of[str(e.id)] = (task.name, e.seq)
+                self.event_at[(task.name, e.seq)] = e.at
+                self.event_of[str(e.id)] = (task.name, e.seq)
                 line = {"op": "record_event", "agent": e.author, "task": task.name, "kind": e.kind.value,
                         "payload": e.payload, "request_id": f"export:event:{e.id}"}
                 if e.role is not None:
                     line["role"] = e.role
                 if e.name is not None:
                     line["name"] = e.name
-                at(e.at, 2, line)
+                self.at(e.at, 2, line)
             if not events.truncated:
-                break
+                return
             seq = events.next_after_seq
-    decisions = _all_decisions(traces, [t.name for t in tasks])
-    ref = {str(d.id): {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision} for d in decisions}
-    for task in tasks:
-        # A step carries the task's event number when it was last set: it
-        # goes right after that event.
-        set_at = {r["name"]: r["seq"] or 0 for r in store.read(
-            project, "MATCH (s:Step) WHERE s.task_id = $tid RETURN s.name AS name, s.updated_seq AS seq",
+
+    def steps(self, task: Any) -> None:
+        """A task's steps; a step carries the task's event number when it was
+        last set, so it goes right after that event."""
+        set_at = {r["name"]: r["seq"] or 0 for r in self.store.read(
+            self.project, "MATCH (s:Step) WHERE s.task_id = $tid RETURN s.name AS name, s.updated_seq AS seq",
             {"tid": str(task.id)})}
         name: str | None = None
         while True:
-            steps = history.list_steps(task.name, after_name=name, limit=200)
+            steps = self.history.list_steps(task.name, after_name=name, limit=200)
             for s in steps.steps:
                 line = {"op": "set_step", "agent": task.author, "task": task.name, "name": s.name,
                         "state": s.state.value, "kind": s.kind.value, "result_event_seq": s.result_event_seq,
                         "result_basis": s.result_basis.value,
-                        "result_supports": [_portable(x, ref) for x in s.result_supports] or None,
+                        "result_supports": [_portable(x, self.ref) for x in s.result_supports] or None,
                         "request_id": f"export:step:{c.step_id(str(task.id), s.name)}"}
-                when = event_at.get((task.name, set_at.get(s.name, 0)), task.created_at)
-                at(when, 3, line)
+                self.at(self.event_at.get((task.name, set_at.get(s.name, 0)), task.created_at), 3, line)
             if not steps.truncated:
-                break
+                return
             name = steps.next_after_name
 
-    # decisions: each revision as it was recorded, then what reviewers did
-    for d in decisions:
-        initial = _initial_supports(traces, str(d.id))
-        line: dict[str, Any] = {"agent": d.author, "conclusion": d.conclusion, "rationale": d.rationale,
-                                "assumptions": d.assumptions, "open_questions": d.open_questions,
-                                "supports": [_portable(s, ref) for s in initial],
-                                "request_id": f"export:decision:{d.id}"}
-        if d.revision == 1:
-            at(d.created_at, 4, {"op": "record_decision", "task": d.task_name, "choice_key": d.choice_key, **line})
-        else:
-            explanation = next((r.explanation for r in traces.list_revisions(str(d.id))
+    def decisions(self, decisions: list[Any]) -> None:
+        """Each revision as it was recorded, with the supports it had then."""
+        for d in decisions:
+            initial = _initial_supports(self.traces, str(d.id))
+            line: dict[str, Any] = {"agent": d.author, "conclusion": d.conclusion, "rationale": d.rationale,
+                                    "assumptions": d.assumptions, "open_questions": d.open_questions,
+                                    "supports": [_portable(s, self.ref) for s in initial],
+                                    "request_id": f"export:decision:{d.id}"}
+            if d.revision == 1:
+                self.at(d.created_at, 4, {"op": "record_decision", "task": d.task_name, "choice_key": d.choice_key,
+                                          **line})
+                continue
+            explanation = next((r.explanation for r in self.traces.list_revisions(str(d.id))
                                 if r.decision.id == d.id), None)
             previous = {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision - 1}
-            at(d.created_at, 4, {"op": "supersede_decision", "decision": previous,
-                                 "explanation": explanation or "superseded", **line})
-    for entry in ActivityLog(store, project_id=project).every():
-        rid = f"export:activity:{entry.id}"[:64]
-        if entry.action == "redact" and entry.target_id in event_of:
-            task_name, seq = event_of[entry.target_id]
-            at(entry.at, 5, {"op": "redact_event", "agent": entry.actor, "task": task_name, "seq": seq,
-                             "reason": entry.reason, "request_id": rid})
-        elif entry.action == "reject" and entry.target_id in ref:
-            at(entry.at, 5, {"op": "reject_decision", "agent": entry.actor, "decision": ref[entry.target_id],
-                             "reason": entry.reason or "rejected", "request_id": rid})
-        elif entry.action == "reaffirm" and entry.target_id in ref:
-            line = {"op": "reaffirm_decision", "agent": entry.actor, "decision": ref[entry.target_id],
-                    "request_id": rid}
-            if entry.reason:
-                line["explanation"] = entry.reason
-            at(entry.at, 5, line)
-    timed.sort(key=lambda t: (t[0], t[1], t[2]))
-    yield from (line for _when, _rank, _n, line in timed)
-    # The source's review spread to the end: so does the import's. (Review
-    # still queued at the source stays queued in the import, for a sweep.)
-    if decisions and traces.review_counts().get("queued", 0) == 0:
-        yield {"op": "continue_review", "project": project, "agent": "import", "until_done": True}
+            self.at(d.created_at, 4, {"op": "supersede_decision", "decision": previous,
+                                      "explanation": explanation or "superseded", **line})
+
+    def reviews(self) -> None:
+        """What people did afterwards: redactions, rejections, reaffirmations."""
+        for entry in ActivityLog(self.store, project_id=self.project).every():
+            rid = f"export:activity:{entry.id}"[:64]
+            if entry.action == "redact" and entry.target_id in self.event_of:
+                task_name, seq = self.event_of[entry.target_id]
+                self.at(entry.at, 5, {"op": "redact_event", "agent": entry.actor, "task": task_name, "seq": seq,
+                                      "reason": entry.reason, "request_id": rid})
+            elif entry.action == "reject" and entry.target_id in self.ref:
+                self.at(entry.at, 5, {"op": "reject_decision", "agent": entry.actor,
+                                      "decision": self.ref[entry.target_id], "reason": entry.reason or "rejected",
+                                      "request_id": rid})
+            elif entry.action == "reaffirm" and entry.target_id in self.ref:
+                line = {"op": "reaffirm_decision", "agent": entry.actor, "decision": self.ref[entry.target_id],
+                        "request_id": rid}
+                if entry.reason:
+                    line["explanation"] = entry.reason
+                self.at(entry.at, 5, line)
 
 
 def _all_decisions(traces: DecisionTraces, task_names: list[str]) -> list[Any]:

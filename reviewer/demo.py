@@ -117,6 +117,9 @@ def seed(store: GraphStore, *, projects: tuple[str, str] = PROJECTS) -> Counts:
 
 
 def _acme(p: _Project) -> None:
+    # One function on purpose: the demo is a story told in the order it
+    # happened (documents, conversations, decisions, then the changes that
+    # flag them), and reads best top to bottom.
     p.doc("adr/0003-orders-database", ADR_ORDERS)
     p.doc("runbook/payments-oncall", RUNBOOK)
     p.doc("policy/data-retention", RETENTION)

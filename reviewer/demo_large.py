@@ -71,6 +71,9 @@ def seed_large(
     seed: int = 7, progress: Callable[[str, int, int], None] | None = None,
 ) -> LargeCounts:
     """Write the large set; ``progress(stage, done, total)`` is called as it goes."""
+    # One function on purpose: the stages run in order, each feeding the
+    # next (documents, tasks and events, decisions, then revisions and the
+    # sweep), and its batching is easiest to check read top to bottom.
     rng = random.Random(seed)
     counts = LargeCounts()
     say = progress or (lambda stage, done, total: None)

@@ -72,10 +72,14 @@ class SupersedeForm(ActionForm):
         error_messages={"required": "Explain why this revision replaces the current one."},
     )
     keep = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Supports to keep")
+    event_seq = forms.IntegerField(required=False, min_value=1, label="Another event of this task, by number")
+    cite_key = forms.CharField(max_length=500, required=False, label="A decision to cite: its choice key")
+    cite_task = forms.CharField(max_length=500, required=False, label="in task (this task when empty)")
     add = forms.CharField(
-        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Supports to add",
-        help_text="One per line: an evidence id, “event TASK SEQ”, or “decision ID”.",
+        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Evidence ids",
+        help_text="One per line: an evidence id or span:KEY:VERSION:START-END, “event TASK SEQ”, or “decision ID”.",
     )
+    confirm_drop = forms.BooleanField(required=False, label="Yes, stop citing it")
 
     def __init__(self, *args: object, choices: list[tuple[str, str]] | None = None, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
@@ -89,6 +93,38 @@ class SupersedeForm(ActionForm):
 
     def added(self) -> list[str]:
         return _lines(self.cleaned_data.get("add", ""))
+
+
+class GroupActionForm(ActionForm):
+    """A group action's confirmation: one note (the reaffirm explanation, or
+    the reason every rejection records)."""
+
+    prefix_id = "group"
+
+    action = forms.ChoiceField(choices=[("reaffirm", "reaffirm"), ("reject", "reject")])
+    note = forms.CharField(max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    confirm = forms.BooleanField(error_messages={"required": "Tick the box to confirm."})
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean()
+        data["note"] = (data.get("note") or "").strip()
+        if data.get("action") == "reject" and not data["note"]:
+            self.add_error("note", "Say why these decisions are rejected.")
+        return data
+
+
+class CiteInsteadForm(ActionForm):
+    """"Cite revision N instead" on a dependant: the replaced revision, the
+    new one, and the explanation the new revision of the dependant records."""
+
+    prefix_id = "cite"
+
+    old = forms.UUIDField(widget=forms.HiddenInput)
+    new = forms.UUIDField(widget=forms.HiddenInput)
+    explanation = forms.CharField(
+        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Explain why this revision replaces the current one."},
+    )
 
 
 class RedactForm(ActionForm):

@@ -34,6 +34,26 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
+class AppNotFoundMiddleware:
+    """With DEBUG on, Django answers a 404 with its technical page (unstyled,
+    and naming the URL patterns); a person sees the app's own page instead.
+    JSON answers (the agents' API) are left as they are."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from django.conf import settings
+
+        response = self.get_response(request)
+        if (settings.DEBUG and response.status_code == 404
+                and response.get("Content-Type", "").startswith("text/html")):
+            request.__dict__.pop(PROJECT_ATTRIBUTE, None)
+            body = render_to_string("404.html", {}, request=request)
+            response = HttpResponse(body, status=404)
+        return response
+
+
 class StoreUnavailableMiddleware:
     """A store failure becomes a 503 page that says so, never a traceback."""
 

@@ -11,6 +11,7 @@ import threading
 
 from django.conf import settings
 
+from core.retention import purge_disk_soon
 from core.stores import GraphStore, GraphStoreError, open_store
 
 _lock = threading.Lock()
@@ -26,6 +27,7 @@ def get_store() -> GraphStore:
     with _lock:
         if _store is None:
             _store = open_store(settings.REVIEWER_STORE_URL)
+            purge_disk_soon(_store, now=True)  # finishes a disk purge an earlier process left pending
         return _store
 
 

@@ -37,6 +37,10 @@ class ActivityEntry(Model):
     reason: str | None = None
     #: When an imported change was imported (``at`` is when it happened).
     imported_at: datetime | None = None
+    #: For a redaction or a deletion: "pending" until the store's files were
+    #: purged, then "done" (at ``disk_purged_at``); None for other actions.
+    disk_purge: str | None = None
+    disk_purged_at: datetime | None = None
 
 
 class TaskDeletionPreview(Model):

@@ -5,10 +5,20 @@ Urls:
 * ``falkordb+embedded:///abs/dir`` — the embedded FalkorDB server owned by a
   data directory (``falkordb+embedded://`` alone uses ``$REVIEWER_DATA_DIR``
   or ``./var``). ``?appendfsync=always|everysec|no`` (default ``always``).
+  Its event-key store is ``<dir>/keys/events.keys``.
 * ``falkordb://[user:password@]host:port`` — a FalkorDB server over TCP.
 * ``falkordb+unix:///path/to.sock`` — a FalkorDB server on a unix socket.
 * ``neo4j://``, ``neo4j+s://``, ``bolt://``, ``bolt+s://``
   ``[user:password@]host:port[/database]`` (or ``?database=name``).
+
+Every store has an event-key store (``core.stores.keystore``): event bodies are
+encrypted with a key per event kept there, outside the graph. For a server
+url, ``?keys=/abs/path/file.keys`` names it (``keys_sync=always|everysec|no``,
+default ``always``); without it the default is
+``$REVIEWER_DATA_DIR/keys/<backend>-<hash of host, port and database>.keys``
+(``./var`` when ``REVIEWER_DATA_DIR`` is unset). Every process of one
+deployment must open the same key file: set ``keys=`` to a shared path when
+they do not share a working directory.
 """
 
 from __future__ import annotations
@@ -62,6 +72,34 @@ def open_store(url: str) -> GraphStore:
 
     if scheme == "falkordb+embedded":
         return _open_embedded(url, parts.netloc, unquote(parts.path), query)
+    store = _open_server(url, parts, scheme, port, query)
+    _attach_keys(store, url, parts, query)
+    return store
+
+
+def _attach_keys(store: GraphStore, url: str, parts: object, query: dict[str, str]) -> None:
+    import hashlib
+
+    from .embedded import default_data_dir
+    from .keystore import SYNC_CHOICES, open_keystore
+
+    sync = query.get("keys_sync", "always")
+    if sync not in SYNC_CHOICES:
+        store.close()
+        raise _bad(url, f"keys_sync must be one of {', '.join(SYNC_CHOICES)}")
+    path = query.get("keys")
+    if path:
+        if not Path(path).is_absolute():
+            store.close()
+            raise _bad(url, "keys= must be an absolute path")
+    else:
+        where = f"{parts.hostname}:{parts.port}{parts.path}?{query.get('database', '')}"  # type: ignore[attr-defined]
+        digest = hashlib.sha256(where.encode()).hexdigest()[:16]
+        path = str(default_data_dir() / "keys" / f"{store.backend}-{digest}.keys")
+    store.keystore = open_keystore(path, sync=sync)  # type: ignore[attr-defined]
+
+
+def _open_server(url: str, parts: object, scheme: str, port: int | None, query: dict[str, str]) -> GraphStore:
     if scheme == "falkordb+unix":
         from .falkordb import FalkorDBStore
 
@@ -109,10 +147,11 @@ def open_store(url: str) -> GraphStore:
 def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> GraphStore:
     from .embedded import EmbeddedServer, default_data_dir
     from .falkordb import FalkorDBStore
+    from .keystore import open_keystore
 
     if netloc:
         raise _bad(url, "an embedded url has no host: write falkordb+embedded:///absolute/path")
-    unknown = set(query) - {"appendfsync"}
+    unknown = set(query) - {"appendfsync"}  # the key store lives in the data directory
     if unknown:
         raise _bad(url, f"unknown option {sorted(unknown)[0]!r}")
     data_dir = Path(path) if path else default_data_dir()
@@ -124,5 +163,6 @@ def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> G
         server.release()
         raise
     store.embedded_server = server  # type: ignore[attr-defined]
+    store.keystore = open_keystore(data_dir.resolve() / "keys" / "events.keys", sync=server.appendfsync)  # type: ignore[attr-defined]
     atexit.register(store.close)
     return store

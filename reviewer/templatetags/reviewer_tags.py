@@ -25,14 +25,14 @@ def reason(value: object) -> str:
 
 
 @register.filter
-def word_diff(old: str, new: str) -> str:
-    """``old`` against ``new`` as escaped HTML with <del> and <ins> words."""
-    return presenters.word_diff(old or "", new or "")
+def support_ref(value: object) -> str:
+    return presenters.support_ref(value)
 
 
 @register.filter
-def support_ref(value: object) -> str:
-    return presenters.support_ref(value)
+def get(mapping: object, key: object) -> object:
+    """``mapping[key]`` (keys compared as text), or None."""
+    return mapping.get(str(key)) if isinstance(mapping, dict) else None
 
 
 @register.filter
@@ -46,3 +46,9 @@ def request_id() -> str:
     """A fresh request id for one form: each card's actions act once, and
     two cards never share an id."""
     return uuid.uuid4().hex
+
+
+@register.filter
+def lookup(mapping: object, key: object) -> object:
+    """``mapping[str(key)]``, or None: a read model's entry for an id."""
+    return mapping.get(str(key)) if isinstance(mapping, dict) else None

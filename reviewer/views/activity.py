@@ -20,4 +20,5 @@ def activity(request: HttpRequest, project: str) -> HttpResponse:
     before = _param(request.GET, "before", 100) or None
     entries = p.activity.list(before=before, limit=50)
     next_url = "?" + urlencode({"before": ActivityLog.cursor(entries[-1])}) if len(entries) == 50 else None
-    return render(request, "reviewer/activity.html", {"entries": entries, "next_url": next_url})
+    return render(request, "reviewer/activity.html", {"entries": entries, "next_url": next_url,
+                                                      "links": p.views.activity_targets(entries)})

@@ -1,6 +1,10 @@
 """The decision page and the reviewer's actions on it: reaffirm, reject,
-supersede. Every action checks the role, acts through the core, and answers
-with the card (htmx) or a redirect; refusals come back beside the form."""
+supersede (citing by picking passages, events and decisions, never ids),
+and "cite revision N instead" on a dependant. Every action checks the role,
+acts through the core, and answers with the card (htmx from the queue), the
+page (htmx on the decision page, or a redirect), or the next decision of the
+same root-cause group ("and next"); refusals come back beside the form with
+their actual cause."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -17,15 +21,16 @@ from django.views.decorators.http import require_GET, require_POST
 from core.knowledge import decode_evidence_id
 from core.models import Decision
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
-from core.review_views import SupportChoice
+from core.review_views import SupersedeChoices
 
 from .. import access
-from ..forms import WRITE_ERRORS, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
-from ..presenters import choice_label, clip
-from .base import Project, _decision_or_404, _param, _project
+from ..forms import WRITE_ERRORS, CiteInsteadForm, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
+from ..presenters import clip
+from .base import Project, _decision_or_404, _int, _param, _project
 
 #: the card of one decision: the queue's partial, also the htmx answer to an action
 CARD = "reviewer/queue.html#decision-card"
+PAGE = "reviewer/decision.html"
 
 
 @require_GET
@@ -33,40 +38,136 @@ CARD = "reviewer/queue.html#decision-card"
 def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     p = _project(request, project)
     d = _decision_or_404(p, decision_id)
-    return render(request, "reviewer/decision.html", _decision_context(p, d))
+    return render(request, PAGE, _decision_context(request, p, d))
 
 
-def _decision_context(p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
+def _decision_context(request: HttpRequest, p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
     review = p.views.decision_review(d)
+    reviewer = access.can(request.user, access.REVIEWER)
+    choices = p.views.supersede_choices(d) if reviewer and review.actions.supersede else None
+    supersede_form = forms.get("supersede") or (_supersede_form(d, choices) if choices else None)
     return {
         "d": d,
+        "review": review,
+        "name": review.name,
+        "actions": review.actions,
+        "names": review.names,
         "supports": review.supports,
         "history": review.history,
         "revisions": review.revisions,
         "depends_on": review.depends_on,
-        "dependants": review.dependants,
+        "dependants": review.dependant_views,
         "reaffirm_form": forms.get("reaffirm") or ReaffirmForm(initial={"request_id": new_request_id()}),
         "reject_form": forms.get("reject") or RejectForm(initial={"request_id": new_request_id()}),
-        "supersede_form": forms.get("supersede") or _supersede_form(d, review.choices),
+        "supersede_form": supersede_form,
+        "choices": choices,
+        "picked": _picked(choices, supersede_form) if choices and supersede_form else None,
         "messages_for": forms.get("error"),
         "error_form": forms.get("error_form"),
+        # what the person typed into a refused form, kept when the form is no longer offered
+        "typed": _typed(forms.get(forms.get("error_form") or "")),
+        "cite_request_id": new_request_id(),
     }
 
 
-def _supersede_form(d: Decision, choices: list[SupportChoice], data: Any = None) -> SupersedeForm:
-    """The supersede form, keeping every support the core offers by default."""
-    labelled = [(choice.token, choice_label(choice)) for choice in choices]
+def _typed(form: Any) -> str:
+    data = getattr(form, "data", None) or {}
+    return str(data.get("reason") or data.get("explanation") or "")
+
+
+# -- the supersede form: what the reviewer picked -----------------------------------------------
+
+
+def _keep_choices(choices: SupersedeChoices) -> list[tuple[str, str]]:
+    """The events and decisions the form offers, as the form field's choices."""
+    out = [(e.token, f"event {e.seq} of {e.task}") for e in choices.events if not e.redacted]
+    out += [(x.token, x.offer.label) for x in choices.decisions if x.token and x.offer]
+    return out
+
+
+def _supersede_form(d: Decision, choices: SupersedeChoices, data: Any = None) -> SupersedeForm:
+    """The form, keeping every support by default: each document at its
+    candidate passage, the cited events, each cited decision's active revision."""
     initial = {
         "request_id": new_request_id(), "conclusion": d.conclusion, "rationale": d.rationale,
         "assumptions": "\n".join(d.assumptions), "open_questions": "\n".join(d.open_questions),
-        "keep": [value for value, _ in labelled],
+        "keep": [e.token for e in choices.events if e.cited and not e.redacted]
+        + [x.token for x in choices.decisions if x.token],
     }
-    return SupersedeForm(data, initial=initial, choices=labelled)
+    return SupersedeForm(data, initial=initial, choices=_keep_choices(choices))
+
+
+def _picked(choices: SupersedeChoices, form: SupersedeForm) -> dict[str, Any]:
+    """What the form shows as chosen (posted values when it comes back,
+    else the defaults), and what the new revision will cite."""
+    posted = form.is_bound
+    data = form.data if posted else {}
+    keep = set(data.getlist("keep") if posted else form.initial.get("keep", []))
+    docs = []
+    for pick in choices.documents:
+        name = f"doc-{pick.index}"
+        use = data.get(name, "") if posted else (pick.evidence_id or "")
+        if use not in ("selection", "drop") and use != pick.evidence_id:
+            use = pick.evidence_id or "" if not posted else ""
+        docs.append({
+            "pick": pick, "name": name, "use": use, "start": data.get(f"{name}-start", ""),
+            "end": data.get(f"{name}-end", ""), "text": data.get(f"{name}-text", ""),
+        })
+    will_cite = []
+    no_longer = []
+    for doc in docs:
+        pick = doc["pick"]
+        if pick.state == "removed":
+            no_longer.append(f"{pick.key} (deleted)")
+        elif doc["use"] == "drop":
+            no_longer.append(pick.key)
+        elif doc["use"] == "selection":
+            will_cite.append(f"{pick.key} version {pick.version}: “{clip(doc['text'] or 'the text you select', 80)}”")
+        elif doc["use"]:
+            will_cite.append(f"{pick.key} version {pick.version}: “{clip(pick.candidate, 80)}”")
+    will_cite += [f"event {e.seq} of {e.task}: {clip(e.preview, 60)}" for e in choices.events if e.token in keep]
+    will_cite += [x.offer.label for x in choices.decisions if x.token in keep and x.offer]
+    no_longer += [x.cited.label for x in choices.decisions if x.token not in keep]
+    dropped = any(doc["use"] == "drop" for doc in docs)
+    return {"docs": docs, "keep": keep, "will_cite": will_cite, "no_longer": no_longer, "dropped": dropped}
+
+
+def _document_inputs(p: Project, choices: SupersedeChoices, post: Any) -> tuple[list[str], list[str], str | None]:
+    """The evidence ids the reviewer picked for the document supports, the
+    keys of live documents they chose to stop citing; or a sentence."""
+    evidence: list[str] = []
+    dropped: list[str] = []
+    for pick in choices.documents:
+        if pick.state == "removed":
+            continue
+        name = f"doc-{pick.index}"
+        use = _param(post, name, 500)
+        if use == "drop":
+            dropped.append(pick.key)
+        elif use == "selection":
+            version = _int(post.get(f"{name}-version"), 0)
+            if version != pick.version:
+                return [], [], (f"{pick.key} changed while you were choosing (now version {pick.version}): "
+                                "pick its passage again.")
+            start, end = _int(post.get(f"{name}-start"), -1, minimum=-1), _int(post.get(f"{name}-end"), -1, minimum=-1)
+            chosen = p.views.cite_selection(pick.key, version, start, end, _param(post, f"{name}-text", 40_000))
+            if chosen is None:
+                return [], [], f"Select the text of {pick.key} to cite (or keep the passage offered)."
+            evidence.append(chosen)
+        elif use and use == pick.evidence_id:
+            evidence.append(use)
+        elif use:
+            return [], [], f"The passage offered for {pick.key} is out of date: pick it again."
+        else:
+            return [], [], f"Choose what the new revision cites of {pick.key}: select its text or stop citing it."
+    return evidence, dropped, None
 
 
 def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]], list[Any], str | None]:
     """Support inputs (and the fetch outcomes of document supports, read now)
-    from the reviewer's tokens; or a sentence saying which token is wrong."""
+    from tokens: evidence ids, ``event TASK SEQ``, ``decision ID``; a span
+    typed with its document's key is read as the evidence id it names. Or a
+    sentence saying which token is wrong."""
     inputs: list[dict[str, Any]] = []
     fetched: list[Any] = []
     for token in tokens:
@@ -79,14 +180,17 @@ def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]]
         elif len(parts) == 2 and parts[0] == "decision":
             inputs.append({"kind": "decision", "decision_id": parts[1]})
         elif len(parts) == 1:
+            evidence = parts[0]
             try:
-                decode_evidence_id(parts[0])
+                decode_evidence_id(evidence)
             except MalformedEvidenceIdError:
-                return [], [], _not_a_support(token)
-            got = p.graph.fetch(parts[0])
+                evidence = p.views.evidence_by_key(evidence) or ""
+                if not evidence:
+                    return [], [], _not_a_support(token)
+            got = p.graph.fetch(evidence)
             if got.status is not FetchStatus.ok:
                 return [], [], f"The passage “{clip(token, 60)}” cannot be read in full ({got.status.value})."
-            inputs.append({"kind": "document", "evidence_id": parts[0]})
+            inputs.append({"kind": "document", "evidence_id": evidence})
             fetched.append(got)
         else:
             return [], [], _not_a_support(token)
@@ -94,21 +198,46 @@ def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]]
 
 
 def _not_a_support(token: str) -> str:
-    return f"“{clip(token, 60)}” is not an evidence id, “event TASK SEQ” or “decision ID”."
+    return (f"“{clip(token, 60)}” is not an evidence id (span:KEY:VERSION:START-END also works), "
+            "“event TASK SEQ” or “decision ID”.")
 
 
-# -- actions --------------------------------------------------------------------------
+# -- answers ---------------------------------------------------------------------------
 
 
-def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> HttpResponse:
-    if request.htmx:
+def _wants_next(request: HttpRequest) -> bool:
+    return request.POST.get("then") == "next"
+
+
+def _after_action(request: HttpRequest, p: Project, d: Decision, note: str, *, cause: str = "") -> HttpResponse:
+    """After a write: from the queue (htmx), the card; "and next", the next
+    decision of the same root-cause group (or the queue when the group is
+    done); else back where the person came from, or the decision page."""
+    if request.htmx and not _wants_next(request):
         fresh = p.traces.get_decision(str(d.id)).decision or d
-        return render(request, CARD, {"d": fresh, "note": note, "counts": p.traces.review_counts(), "oob": True})
+        return render(request, CARD, {"d": fresh, "note": note, "counts": p.traces.review_counts(), "oob": True,
+                                      "actions": p.views.review_actions_many([fresh])})
     messages.success(request, note)
+    if _wants_next(request):
+        following = p.views.next_in_group(cause, after=d.id) if cause else None
+        if following:
+            return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": following}))
+        messages.info(request, "That was the last decision of this group.")
+        return _go(request, reverse("queue", kwargs={"project": p.id}))
     back = _param(request.POST, "next")
-    if back.startswith(f"/p/{p.id}/") and "//" not in back:
+    if back.startswith(f"/p/{p.id}/") and "//" not in back and not request.htmx:
         return redirect(back)
-    return redirect("decision", project=p.id, decision_id=str(d.id))
+    return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(d.id)}))
+
+
+def _go(request: HttpRequest, url: str) -> HttpResponse:
+    """A redirect; on the decision page's htmx forms, the page at ``url``
+    swapped in place (the address bar follows)."""
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Location"] = url
+        return response
+    return redirect(url)
 
 
 def _refused(
@@ -116,13 +245,19 @@ def _refused(
 ) -> HttpResponse:
     """The form again, beside the sentence, with what the person typed. The
     decision is read again: a refusal often means someone else acted first,
-    and the page should show what they did."""
+    and the page shows what they did."""
     d = p.traces.get_decision(str(d.id)).decision or d
     if request.htmx and form_name != "supersede":
-        context = {"d": d, "forms": {form_name: form}, "error": sentence, "error_form": form_name}
+        context = {"d": d, "forms": {form_name: form}, "error": sentence, "error_form": form_name,
+                   "actions": p.views.review_actions_many([d])}
         return render(request, CARD, context, status=200)
-    context = _decision_context(p, d, **{form_name: form, "error": sentence, "error_form": form_name})
-    return render(request, "reviewer/decision.html", context, status=400)
+    context = _decision_context(request, p, d, **{form_name: form, "error": sentence, "error_form": form_name})
+    return render(request, PAGE, context, status=200 if request.htmx else 400)
+
+
+def _refusal(p: Project, d: Decision, error: Any) -> str:
+    """A refused write's actual cause (core), else its code's sentence."""
+    return p.views.refusal(d.id, error) or WRITE_ERRORS[error]
 
 
 def _decision_action(
@@ -130,17 +265,18 @@ def _decision_action(
     act: Callable[[Project, Decision, dict[str, Any]], Any], done: str,
 ) -> HttpResponse:
     """A reviewer's one-form action on a decision: role, form, core write,
-    then the card (htmx) or a redirect; refusals beside the form."""
+    then the card, the page or the next decision; refusals beside the form."""
     p = _project(request, project)
     access.require(request.user, access.REVIEWER)
     d = _decision_or_404(p, decision_id)
     form = form_class(request.POST)
     if not form.is_valid():
         return _refused(request, p, d, name, form, invalid)
+    cause = p.views.review_actions(d).cause if _wants_next(request) else ""
     result = act(p, d, form.cleaned_data)
     if not result.recorded:
-        return _refused(request, p, d, name, form, WRITE_ERRORS[result.error])
-    return _after_action(request, p, d, done)
+        return _refused(request, p, d, name, form, _refusal(p, d, result.error))
+    return _after_action(request, p, d, done, cause=cause)
 
 
 @require_POST
@@ -171,14 +307,31 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     p = _project(request, project)
     access.require(request.user, access.REVIEWER)
     d = _decision_or_404(p, decision_id)
-    choices = [(c.token, choice_label(c)) for c in p.views.support_choices(d)]
-    form = SupersedeForm(request.POST, choices=choices)
+    choices = p.views.supersede_choices(d)
+    form = SupersedeForm(request.POST, choices=_keep_choices(choices))
     if not form.is_valid():
         return _refused(request, p, d, "supersede", form, "Check the fields marked below.")
-    tokens = list(form.cleaned_data["keep"]) + form.added()
-    inputs, fetched, problem = _support_inputs(p, tokens)
+    evidence, dropped, problem = _document_inputs(p, choices, request.POST)
     if problem:
         return _refused(request, p, d, "supersede", form, problem)
+    if dropped and not form.cleaned_data["confirm_drop"]:
+        return _refused(request, p, d, "supersede", form, (
+            f"{', '.join(dropped)} will no longer be cited. Tick “Yes, stop citing it” to record the revision "
+            "without it, or pick its passage."))
+    tokens = evidence + list(form.cleaned_data["keep"])
+    cite_task, cite_key = form.cleaned_data["cite_task"].strip(), form.cleaned_data["cite_key"].strip()
+    if cite_key:
+        found = p.views.active_decision(cite_task or d.task_name, cite_key)
+        if found is None:
+            return _refused(request, p, d, "supersede", form,
+                            f"No active decision “{clip(cite_key, 60)}” in task “{clip(cite_task or d.task_name, 60)}”.")
+        tokens.append(f"decision {found.id}")
+    if form.cleaned_data["event_seq"]:
+        tokens.append(f"event {d.task_name} {form.cleaned_data['event_seq']}")
+    inputs, fetched, problem = _support_inputs(p, tokens + form.added())
+    if problem:
+        return _refused(request, p, d, "supersede", form, problem)
+    cause = p.views.review_actions(d).cause if _wants_next(request) else ""
     result = p.traces.supersede_decision(
         str(d.id), conclusion=form.cleaned_data["conclusion"], rationale=form.cleaned_data["rationale"],
         explanation=form.cleaned_data["explanation"], assumptions=form.assumption_list(),
@@ -186,11 +339,56 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
         request_id=form.cleaned_data["request_id"],
     )
     if not result.recorded:
-        return _refused(request, p, d, "supersede", form, WRITE_ERRORS[result.error])
+        return _refused(request, p, d, "supersede", form, _refusal(p, d, result.error))
     new = result.decision
-    messages.success(request, f"Superseded: revision {new.revision} is now the active decision.")
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = reverse("decision", kwargs={"project": p.id, "decision_id": str(new.id)})
-        return response
-    return redirect("decision", project=p.id, decision_id=str(new.id))
+    note = f"Superseded: revision {new.revision} is now the active decision."
+    if _wants_next(request):
+        return _after_action(request, p, new, note, cause=cause)
+    messages.success(request, note)
+    return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(new.id)}))
+
+
+@require_POST
+@login_required
+def cite_instead(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    """"Cite revision N instead": supersede a dependant with the same
+    content and supports, the replaced revision swapped for the new one."""
+    p = _project(request, project)
+    access.require(request.user, access.REVIEWER)
+    d = _decision_or_404(p, decision_id)
+    form = CiteInsteadForm(request.POST)
+    if not form.is_valid():
+        return _cite_refused(request, p, form, "Explain why this revision replaces the current one.")
+    old = p.traces.get_decision(str(form.cleaned_data["old"])).decision
+    new = p.traces.get_decision(str(form.cleaned_data["new"])).decision
+    if old is None or new is None:
+        raise Http404("no such decision")
+    swapped = p.views.swapped_supports(d, old.id, new.id)
+    if isinstance(swapped, str):
+        return _cite_refused(request, p, form, f"{d.choice_key} cannot cite revision {new.revision} in one step: "
+                             f"{swapped}.", old=old, dependant=d)
+    inputs, fetched = swapped
+    result = p.traces.supersede_decision(
+        str(d.id), conclusion=d.conclusion, rationale=d.rationale, explanation=form.cleaned_data["explanation"],
+        assumptions=d.assumptions, open_questions=d.open_questions, supports=inputs, fetched=fetched,
+        request_id=form.cleaned_data["request_id"],
+    )
+    if not result.recorded:
+        return _cite_refused(request, p, form, _refusal(p, d, result.error), old=old, dependant=d)
+    messages.success(request, f"{d.choice_key} now cites revision {new.revision} of {new.choice_key} "
+                              f"(its revision {result.decision.revision}).")
+    return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(old.id)}))
+
+
+def _cite_refused(request: HttpRequest, p: Project, form: CiteInsteadForm, sentence: str, *,
+                  old: Decision | None = None, dependant: Decision | None = None) -> HttpResponse:
+    """The page of the replaced revision again, the sentence above its
+    dependants, what the person typed kept in the dependant's form."""
+    if old is None:
+        old = p.traces.get_decision(str(form.data.get("old", ""))).decision
+    if old is None:
+        raise Http404("no such decision")
+    context = _decision_context(request, p, old)
+    context.update({"cite_error": sentence, "cite_for": str(dependant.id) if dependant else "",
+                    "cite_typed": str(form.data.get("explanation", ""))})
+    return render(request, PAGE, context, status=200 if request.htmx else 400)

@@ -11,6 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
+from core.retention import disk_purge_states, purge_disk_soon
+
 from .. import access
 from ..forms import RETENTION_ERRORS, RedactForm, new_request_id
 from .base import _int, _param, _project
@@ -25,7 +27,10 @@ def events(request: HttpRequest, project: str) -> HttpResponse:
     if not page.found:
         raise Http404("no such task")
     next_url = "?" + urlencode({"task": name, "after": page.next_after_seq}) if page.truncated else None
-    return render(request, "reviewer/events.html", {"page": page, "name": name, "next_url": next_url})
+    redacted = [str(e.id) for e in page.events if e.redacted_at is not None]
+    purged = disk_purge_states(p.store, p.id, redacted) if redacted else {}
+    context = {"page": page, "name": name, "next_url": next_url, "purged": purged}
+    return render(request, "reviewer/events.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -41,7 +46,8 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     task_name, seq, event = preview.task_name, preview.seq, preview.event
     if request.method == "GET":
         form = RedactForm(initial={"request_id": new_request_id(), "event_id": event_id})
-        return render(request, "reviewer/redact.html", {"form": form, "event": event, "task_name": task_name})
+        return render(request, "reviewer/redact.html", {"form": form, "event": event, "task_name": task_name,
+                                                        "flags": p.views.redaction_flags(event_id)})
     form = RedactForm(request.POST)
     error = None
     if form.is_valid():
@@ -49,9 +55,12 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
                                           request_id=form.cleaned_data["request_id"])
         if result.recorded:
             flagged = len(result.affected_decision_ids)
-            messages.success(request, f"Event {seq} redacted; {flagged} citing decision(s) flagged for review.")
+            purge_disk_soon(p.store)  # the files are purged in the background; the pages say when
+            messages.success(request, f"Event {seq} redacted; {flagged} citing decision{'' if flagged == 1 else 's'} "
+                                      "flagged for review. Removal from disk is pending.")
             events_page = reverse("events", kwargs={"project": p.id})
             return redirect(events_page + "?" + urlencode({"task": task_name}))
         error = RETENTION_ERRORS[result.error]
-    context = {"form": form, "event": event, "task_name": task_name, "error": error or "Check the form."}
+    context = {"form": form, "event": event, "task_name": task_name, "error": error or "Check the form.",
+               "flags": p.views.redaction_flags(event_id)}
     return render(request, "reviewer/redact.html", context, status=400)

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.models import StepState
+from core.retention import purge_disk_soon
 
 from .. import access
 from ..forms import RETENTION_ERRORS, DeleteTaskForm, new_request_id
@@ -63,8 +64,11 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
         result = p.retention.delete_task(name, include_decisions=form.cleaned_data["include_decisions"],
                                          reason=form.cleaned_data["reason"], request_id=form.cleaned_data["request_id"])
         if result.recorded:
-            messages.success(request, f"Task “{name}” deleted; {len(result.affected_decision_ids)} decision(s) "
-                                      "elsewhere flagged for review.")
+            purge_disk_soon(p.store)
+            flagged, removed = len(result.affected_decision_ids), preview.decisions
+            gone = f"{removed} decision{'' if removed == 1 else 's'} removed; " if include else ""
+            elsewhere = f"{flagged} decision{'' if flagged == 1 else 's'} elsewhere flagged for review."
+            messages.success(request, f"Task “{name}” deleted: {gone}{elsewhere} Removal from disk is pending.")
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
     context = {"form": form, "name": name, "preview": preview, "keep_preview": keep_preview,

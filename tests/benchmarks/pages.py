@@ -113,7 +113,8 @@ def measure_pages(
         "reject": [(f"{base}/decisions/{d.id}/reject", {"reason": "benchmark"}) for d in queue[6:12]],
         "supersede": [(f"{base}/decisions/{d.id}/supersede",
                        {"conclusion": "new", "rationale": "r", "explanation": "benchmark",
-                        "add": f"event {d.task_name} 1"}) for d in queue[12:18]],
+                        "add": f"event {d.task_name} 1", "doc-0": "drop", "confirm_drop": "on"})
+                      for d in queue[12:18]],
     }
     for name, calls in actions.items():
         samples = []

@@ -96,3 +96,11 @@ def test_a_large_document_diffs_in_bounded_time() -> None:
     began = time.perf_counter()
     passage_diff(old, new, 50_000, 50_400)
     assert time.perf_counter() - began < 2.0
+
+
+def test_the_pieces_keep_the_paragraph_breaks_of_their_text() -> None:
+    old = "alpha beta\n\ngamma delta epsilon\nzeta"
+    new = "alpha beta\n\ngamma DELTA epsilon\nzeta"
+    view = passage_diff(old, new, 0, len(old))
+    assert "".join(p.text + p.sep for p in view.after) == new
+    assert "".join(p.text + p.sep for p in view.before) == old

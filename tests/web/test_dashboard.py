@@ -3,6 +3,8 @@ refused with a sentence, escaped, acting once."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 import pytest
@@ -41,6 +43,7 @@ def test_every_page_renders_for_a_viewer_without_action_buttons(story: Story, as
         response = client.get(url)
         assert response.status_code == 200, url
         assert b"Reaffirm</button>" not in response.content, url
+        assert b"and next</button>" not in response.content, url
         assert b"redact\xe2\x80\xa6" not in response.content, url
 
 
@@ -48,9 +51,9 @@ def test_the_queue_groups_flags_by_root_cause_and_shows_counts(story: Story, as_
     body = as_("reviewer").get(f"/p/{story.project}/review/").content.decode()
     assert "Document “adr” changed (version 2)" in body and "Document “oncall” changed (version 2)" in body
     assert body.count('class="card decision-card') == 2
-    assert "Reaffirm</button>" in body
+    assert "Reaffirm and next</button>" in body
     overview = as_("reviewer").get(f"/p/{story.project}/").content.decode()
-    assert "<strong>2</strong> need review" in overview and "<strong>1</strong> conflict groups" in overview
+    assert "<strong>2</strong> need review" in overview and "<strong>1</strong> conflict group</a>" in overview
 
 
 def test_the_decision_page_shows_recorded_against_current_text(story: Story, as_: Any) -> None:
@@ -128,7 +131,7 @@ def test_reaffirm_with_htmx_returns_the_card_and_counters(story: Story, as_: Any
     )
     body = response.content.decode()
     assert response.status_code == 200 and f'id="d-{story.moved}"' in body and "Reaffirmed" in body
-    assert 'hx-swap-oob="true"' in body and "<strong>1</strong> need review" in body
+    assert 'hx-swap-oob="true"' in body and "<strong>1</strong> needs review" in body
 
 
 def test_a_refused_reaffirm_says_why_in_a_sentence(story: Story, as_: Any) -> None:
@@ -169,11 +172,13 @@ def test_supersede_records_the_next_revision_or_keeps_the_input(story: Story, as
                                 "explanation": "", "add": "event choose-db 1"})
     body = refused.content.decode()
     assert refused.status_code == 400 and "One day" in body and "Explain why" in body
+    # the on-call document's passage is picked or dropped on purpose (issue 15: never silently)
+    drop = {"doc-0": "drop", "confirm_drop": "on"}
     bad_support = client.post(url, {"request_id": "s2", "conclusion": "One day", "rationale": "r",
-                                    "explanation": "policy moved", "add": "nonsense here"})
+                                    "explanation": "policy moved", "add": "nonsense here", **drop})
     assert bad_support.status_code == 400 and "is not an evidence id" in bad_support.content.decode()
     done = client.post(url, {"request_id": "s3", "conclusion": "One day", "rationale": "policy changed",
-                             "explanation": "The on-call policy now says a day", "add": "event choose-db 1"})
+                             "explanation": "The on-call policy now says a day", "add": "event choose-db 1", **drop})
     assert done.status_code == 302
     old = decision(story, story.changed)
     assert old.status is DecisionStatus.superseded
@@ -252,12 +257,13 @@ def test_each_card_carries_its_own_request_id(story: Story, as_: Any) -> None:
     client = as_("reviewer")
     page = client.get(f"/p/{story.project}/review/").content.decode()
     ids = re.findall(r'name="request_id" value="([0-9a-f]{32})"', page)
-    assert len(ids) == 4 and len(set(ids)) == 4  # two cards, two forms each
+    # two cards: reaffirm and reject on the moved one, reject only on the changed one (it cannot be reaffirmed)
+    assert len(ids) == 3 and len(set(ids)) == 3
     # acting on both cards with the ids from the one page: both apply
     first = client.post(f"/p/{story.project}/decisions/{story.moved}/reaffirm",
                         {"request_id": ids[0], "explanation": "ok"}, HTTP_HX_REQUEST="true")
     second = client.post(f"/p/{story.project}/decisions/{story.changed}/reject",
-                         {"request_id": ids[3], "reason": "policy moved"}, HTTP_HX_REQUEST="true")
+                         {"request_id": ids[2], "reason": "policy moved"}, HTTP_HX_REQUEST="true")
     assert "Reaffirmed" in first.content.decode() and "Rejected" in second.content.decode()
 
 
@@ -268,8 +274,9 @@ def test_acting_on_a_decision_someone_else_settled_says_so_and_shows_their_act(s
     stale = second.post(url, {"request_id": "second", "reason": "Too slow."})  # from a tab opened earlier
     body = stale.content.decode()
     assert stale.status_code == 400
-    assert "Someone already superseded or rejected this decision" in body
-    assert "Rejected by rita: Wrong database." in body
+    # the refusal names who did what, when (issue 15), and the page shows their act
+    assert re.search(r"rita rejected this at \d\d:\d\d: Wrong database\.", body)
+    assert "Too slow." in body  # what they typed is kept
     hx = second.post(url, {"request_id": "third", "reason": "Too slow."}, HTTP_HX_REQUEST="true")
-    assert "Someone already superseded or rejected this decision" in hx.content.decode()
+    assert re.search(r"rita rejected this at \d\d:\d\d: Wrong database\.", hx.content.decode())
     assert len([e for e in ActivityLog(get_store(), project_id=story.project).list() if e.action == "reject"]) == 1

@@ -142,6 +142,14 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
                   ("GET", "review/", {"task": hostile("filtertask"), "cause": hostile("filtercause")}, False, False,
                    ())],
         "sweep": [("POST", "review/sweep", {}, True, True, ())],
+        "group": [("GET", "review/group", {"cause": f"document:{h.doc_key}:2", "action": "reaffirm"}, False, False,
+                   ("dockey",)),
+                  ("POST", "review/group", {"cause": f"document:{h.doc_key}:2", "action": "reject", "confirm": "on",
+                                            "note": hostile("typedgroupnote"), "request_id": "esc-5",
+                                            "decision": h.first}, False, False, ("dockey",))],
+        "queue_act": [("POST", f"review/{h.first}/reject", {"request_id": "esc-6", "reason": hostile("typedreason"),
+                                                            "cause": hostile("flowcause"), "filters": "task=x"},
+                       True, True, ("choice",))],
         "decision": [("GET", decision, {}, False, False,
                       ("conclusion", "rationale", "assumption", "question", "choice", "dockey", "task", "agent",
                        "depchoice", "othertask")),
@@ -152,6 +160,9 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
         "supersede": [("POST", decision + "supersede", {"request_id": "esc-2", **typed, "explanation": ""},
                        False, True, ("typedconclusion", "typedrationale", "typedassumption", "typedquestion"))],
         "reject": [("POST", decision + "reject", {**typed}, False, True, ("conclusion", "typedreason"))],
+        "cite_instead": [("POST", decision + "cite-instead", {"request_id": "esc-5", "old": h.first,
+                                                             "new": h.superseded, "explanation": ""},
+                          False, False, ("conclusion", "choice", "depchoice"))],
         "conflicts": [("GET", "conflicts/", {}, False, False,
                        ("choice", "conclusion", "revisedconclusion", "task", "othertask"))],
         "tasks": [("GET", "tasks/", {}, False, False, ("task", "goal", "othertask")),
@@ -190,9 +201,9 @@ def route_names() -> set[str]:
 
 #: The routes the sweep visits: every one of the URL configuration.
 ROUTES = sorted([
-    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "decision", "reaffirm", "supersede",
-    "reject", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document", "activity",
-    "tokens", "revoke_token",
+    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "group", "queue_act", "decision", "reaffirm",
+    "supersede", "reject", "cite_instead", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document",
+    "activity", "tokens", "revoke_token",
 ])
 
 

@@ -4,6 +4,7 @@ refused with a sentence, exactly one winner per contested decision."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from core.decisions import DecisionTraces
@@ -30,7 +31,8 @@ def test_reviewers_at_once_on_one_queue_act_once_each(transactional_db: None, li
         assert sorted(a.decision for a in report.acts) == sorted(ids + list(contested))
         losers = [a for a in report.acts if a.status == 400]
         assert len(losers) == len(contested) and {a.decision for a in losers} == contested
-        assert all("no longer active" in (a.sentence or "") for a in losers)
+        # the refusal names who won, what they did and when (issue 15)
+        assert all(re.search(r"load\d rejected this at \d\d:\d\d", a.sentence or "") for a in losers)
         traces = DecisionTraces(store, project_id=project, agent_id="audit")
         for a in report.acts:
             d = traces.get_decision(a.decision).decision

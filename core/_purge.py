@@ -1,0 +1,208 @@
+"""The disk purge that follows a redaction or a task deletion.
+
+A redaction (and ``delete_task``) records, in the same commit, an activity
+entry with ``purge: "pending"`` and the key-store slots of the bodies it
+removed. A purge round, for the whole store:
+
+1. reads every pending entry of every project (what it will cover);
+2. destroys their keys again (idempotent: the redaction already did, unless
+   its process died between the commit and that step);
+3. strips event bodies from request records written before request records
+   stopped holding them;
+4. rewrites the store's files (``core.stores.purge``), which starts after
+   step 1, so it covers everything step 1 read;
+5. marks exactly the entries of step 1 (and their events) done, with the
+   time. A redaction that arrived during the round stays pending and is
+   covered by the next one.
+
+The pending state lives in the graph, so it survives any crash: a round run
+after a restart completes it. Nothing here starts by itself: the web process
+runs rounds in a background thread (``Purger.kick``) after a redaction and
+when it opens the store, and ``manage.py purge_disk`` runs one (for cron).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _common as c
+from ._schema import PURGE_SCHEMA
+from .stores.base import GraphStore
+from .stores.keystore import keys_of, parse_ranges
+
+__all__ = ["PURGE_SCHEMA", "PurgeReport", "Purger", "pending_count", "purge_round", "event_purge_states"]
+
+
+log = logging.getLogger("reviewer.purge")
+
+
+@dataclass
+class PurgeReport:
+    covered: int = 0  # pending entries this round marked done
+    slots: int = 0  # key slots overwritten
+    requests_scrubbed: int = 0
+    seconds: float = 0.0
+    at: str | None = None
+    files: dict[str, Any] = field(default_factory=dict)
+
+
+def pending_count(store: GraphStore) -> int:
+    return sum(
+        store.read(p, "MATCH (a:Activity) WHERE a.purge = 'pending' AND a.project_id = $p RETURN count(a) AS n",
+                   {"p": p})[0]["n"]
+        for p in store.list_projects()
+    )
+
+
+def purge_round(store: GraphStore) -> PurgeReport:
+    """One purge of the whole store (see the module text)."""
+    start = time.perf_counter()
+    report = PurgeReport()
+    projects = store.list_projects()
+    covered: dict[str, list[dict[str, Any]]] = {}
+    for p in projects:
+        rows = store.read(
+            p,
+            "MATCH (a:Activity) WHERE a.purge = 'pending' AND a.project_id = $p "
+            "RETURN a.id AS id, a.target_kind AS kind, a.target_id AS target, a.purge_slots AS slots",
+            {"p": p},
+        )
+        if rows:
+            covered[p] = rows
+    ranges = [r for rows in covered.values() for row in rows for r in parse_ranges(row["slots"])]
+    if ranges:
+        report.slots = keys_of(store).destroy(ranges)
+    for p in projects:
+        report.requests_scrubbed += _scrub_requests(store, p)
+    from .stores.purge import purge_files
+
+    report.files = purge_files(store)
+    at = c.iso(c.now())
+    for p, rows in covered.items():
+        store.write(
+            p,
+            "UNWIND $ids AS id MATCH (a:Activity {id: id}) SET a.purge = 'done', a.purged_at = $at",
+            {"ids": [r["id"] for r in rows], "at": at},
+        )
+        events = [r["target"] for r in rows if r["kind"] == "event"]
+        if events:
+            store.write(p, "UNWIND $ids AS id MATCH (e:Event {id: id}) SET e.purged_at = $at", {"ids": events, "at": at})
+        report.covered += len(rows)
+    report.at = at
+    report.seconds = time.perf_counter() - start
+    log.info("disk purge: %d redactions/deletions covered, %d keys destroyed, in %.1f s",
+             report.covered, report.slots, report.seconds)
+    return report
+
+
+def _scrub_requests(store: GraphStore, project_id: str) -> int:
+    """Request records from before bodies were left out: their event
+    ``payload`` emptied (a replay reads the body from the graph)."""
+    rows = store.read(
+        project_id,
+        "MATCH (r:Request) WHERE r.project_id = $p AND r.result CONTAINS '\"payload\":\"' "
+        "AND NOT r.result CONTAINS '\"payload\":\"\"' RETURN r.id AS id, r.result AS result",
+        {"p": project_id},
+    )
+    for row in rows:
+        data = json.loads(row["result"])
+        event = data.get("event")
+        if isinstance(event, dict) and event.get("payload"):
+            event["payload"] = ""
+            store.write(project_id, "MATCH (r:Request {id: $id}) SET r.result = $result",
+                        {"id": row["id"], "result": json.dumps(data, separators=(",", ":"))})
+    return len(rows)
+
+
+def event_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, str | None]:
+    """For redacted events: when the store's files were purged of them (ISO
+    time), or None while that is pending."""
+    if not event_ids:
+        return {}
+    rows = store.read(project_id, "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.purged_at AS at",
+                      {"ids": event_ids})
+    return {r["id"]: r["at"] for r in rows}
+
+
+class Purger:
+    """Runs purge rounds in one background thread per store, while anything
+    is pending. ``kick`` is cheap and never waits for a round.
+
+    A round starts once no kick came for ``QUIET_S`` seconds, and at the
+    latest ``MAX_WAIT_S`` after the first kick it covers: a steward redacting
+    a run of events is not slowed by a rewrite after each one, and one
+    rewrite covers the run. ``kick(now=True)`` (store opened, the command,
+    tests) starts at once."""
+
+    QUIET_S = 5.0
+    MAX_WAIT_S = 60.0
+    _lock = threading.Lock()
+    _running: dict[int, "Purger"] = {}
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+        self.again = threading.Event()
+        self.thread: threading.Thread | None = None
+        self.last: PurgeReport | None = None
+        self.error: str | None = None
+        self.urgent = False
+        self.first_kick: float | None = None
+        self.last_kick = 0.0
+
+    @classmethod
+    def kick(cls, store: GraphStore, *, now: bool = False) -> "Purger":
+        with cls._lock:
+            purger = cls._running.get(id(store))
+            if purger is None or purger.store is not store:
+                purger = cls._running[id(store)] = Purger(store)
+            purger.last_kick = time.monotonic()
+            if purger.first_kick is None:
+                purger.first_kick = purger.last_kick
+            purger.urgent = purger.urgent or now
+            purger.again.set()
+            if purger.thread is None or not purger.thread.is_alive():
+                purger.thread = threading.Thread(target=purger._run, name="reviewer-disk-purge", daemon=True)
+                purger.thread.start()
+        return purger
+
+    def _quiet(self) -> None:
+        while not self.urgent:
+            moment = time.monotonic()
+            if moment - self.last_kick >= self.QUIET_S or moment - (self.first_kick or moment) >= self.MAX_WAIT_S:
+                return
+            time.sleep(0.05)
+
+    def _run(self) -> None:
+        while self.again.is_set():
+            self._quiet()
+            with Purger._lock:
+                self.again.clear()
+                self.urgent = False
+                self.first_kick = None
+            try:
+                if pending_count(self.store):
+                    self.last = purge_round(self.store)
+                self.error = None
+            except Exception as exc:  # the store went away: the next kick or run tries again
+                self.error = str(exc) or type(exc).__name__
+                log.warning("disk purge failed: %s", self.error)
+                return
+        with Purger._lock:
+            if self.again.is_set():  # kicked while we were finishing
+                self.thread = threading.Thread(target=self._run, name="reviewer-disk-purge", daemon=True)
+                self.thread.start()
+
+    def wait(self, timeout: float = 60.0) -> bool:
+        """For tests and commands: wait until no round is running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            thread = self.thread
+            if thread is None or not thread.is_alive():
+                return True
+            thread.join(0.05)
+        return False

@@ -1,0 +1,136 @@
+"""Removing what a store's files still hold after a redaction or deletion.
+
+* FalkorDB (embedded or a server): ``BGREWRITEAOF``, awaited until the
+  server's count of finished rewrites moves on with status ``ok`` (a server
+  without an append-only file: ``BGSAVE``, awaited the same way). Redis 7+
+  deletes the AOF files the rewrite replaced; for the embedded store the
+  files in the append-only directory that its manifest no longer names, and
+  RDB files in the data directory (the embedded server runs with
+  ``save ""``, so none is needed), are deleted as well. A server's RDB
+  snapshots (if its operator configured ``save``) are not reachable from
+  here: they are named in the README.
+* Neo4j: ``CALL db.checkpoint()``. Transaction logs are pruned at a
+  checkpoint by ``db.tx_log.rotation.retention_policy``; the current log
+  file is kept until it rotates (``db.tx_log.rotation.size``). Event bodies
+  on Neo4j are only ever written encrypted (``core.stores.keystore``), so what the
+  logs and freed records keep is ciphertext whose key is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .base import GraphStore, GraphStoreError
+
+REWRITE_TIMEOUT_S = 3600.0
+
+
+def purge_files(store: GraphStore, *, timeout: float = REWRITE_TIMEOUT_S) -> dict[str, Any]:
+    """Rewrite or checkpoint the store's files. Raises GraphStoreError when
+    the rewrite fails or does not finish in ``timeout`` seconds."""
+    if store.backend == "falkordb":
+        return _falkordb(store, timeout)
+    if store.backend == "neo4j":
+        return _neo4j(store)
+    raise GraphStoreError(f"no disk purge for backend {store.backend!r}")
+
+
+def _neo4j(store: Any) -> dict[str, Any]:
+    """A checkpoint where the server offers the procedure (Enterprise); on
+    Community the server's own periodic checkpoint
+    (``db.checkpoint.interval.time``, 15 minutes by default) prunes the logs,
+    and what they keep of an event body is ciphertext whose key is gone."""
+    from neo4j import exceptions as neo4j_errors
+
+    try:
+        with store._session(write=True) as session:
+            session.run("CALL db.checkpoint()").consume()
+        return {"backend": "neo4j", "checkpoint": True}
+    except neo4j_errors.ClientError as exc:
+        if "ProcedureNotFound" not in (exc.code or ""):
+            raise GraphStoreError(f"Neo4j checkpoint failed: {exc.code}: {exc.message}") from exc
+        return {"backend": "neo4j", "checkpoint": False}
+    except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+        raise GraphStoreError(f"Neo4j checkpoint failed: {exc}") from exc
+
+
+def _falkordb(store: Any, timeout: float) -> dict[str, Any]:
+    import redis
+
+    client = store._redis
+    deadline = time.monotonic() + timeout
+
+    def info() -> dict[str, Any]:
+        return client.info("persistence")
+
+    try:
+        if not info().get("aof_enabled"):
+            return _rdb_only(client, info, deadline)
+        # a rewrite that began before this round may predate the redactions it must cover
+        while (now := info())["aof_rewrite_in_progress"] or now["aof_rewrite_scheduled"]:
+            _wait(deadline)
+        before = now["aof_rewrites"]
+        try:
+            client.execute_command("BGREWRITEAOF")
+        except redis.ResponseError as exc:  # one started in between: it began after our read too
+            if "already in progress" not in str(exc):
+                raise
+        while True:
+            now = info()
+            if now["aof_rewrites"] > before and not now["aof_rewrite_in_progress"] and not now["aof_rewrite_scheduled"]:
+                break
+            _wait(deadline)
+        if now["aof_last_bgrewrite_status"] != "ok":
+            raise GraphStoreError("the append-only file rewrite failed; see the server's log")
+        size = now.get("aof_current_size", 0)
+    except redis.RedisError as exc:
+        raise GraphStoreError(f"the append-only file rewrite failed: {exc}") from exc
+    removed = _stray_files(store)
+    return {"backend": "falkordb", "aof_size": size, "removed": removed}
+
+
+def _rdb_only(client: Any, info: Any, deadline: float) -> dict[str, Any]:
+    """A server persisting only snapshots: a new one replaces the last."""
+    while info()["rdb_bgsave_in_progress"]:
+        _wait(deadline)
+    before = info()["rdb_saves"]
+    client.execute_command("BGSAVE")
+    while (now := info())["rdb_saves"] <= before or now["rdb_bgsave_in_progress"]:
+        _wait(deadline)
+    if now["rdb_last_bgsave_status"] != "ok":
+        raise GraphStoreError("the snapshot (BGSAVE) failed; see the server's log")
+    return {"backend": "falkordb", "rdb": True}
+
+
+def _wait(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise GraphStoreError("the append-only file rewrite did not finish in time")
+    time.sleep(0.05)
+
+
+def _stray_files(store: Any) -> list[str]:
+    """For the embedded store: AOF files its manifest no longer names, and
+    RDB files, are deleted (they may hold what was redacted)."""
+    server = getattr(store, "embedded_server", None)
+    if server is None:
+        return []
+    data_dir = Path(server.data_dir)
+    removed: list[str] = []
+    aof_dir = data_dir / "appendonlydir"
+    manifests = list(aof_dir.glob("*.manifest"))
+    if len(manifests) == 1:
+        named = {manifests[0].name}
+        for line in manifests[0].read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[0] == "file":
+                named.add(fields[1])
+        for path in aof_dir.iterdir():
+            if path.name not in named and path.is_file():
+                path.unlink()
+                removed.append(path.name)
+    for path in data_dir.glob("*.rdb"):
+        path.unlink()
+        removed.append(path.name)
+    return removed
