@@ -27,17 +27,36 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter
 
 from .models import (
-    ConflictList, CreateTaskResult, Decision, DecisionHit, DecisionLookup, DecisionPage, DecisionPageLookup,
-    DecisionReviewList, Event, EventLookup, EventPage, ReaffirmDecisionResult, RecordDecisionResult,
-    RecordEventResult, RejectDecisionResult, ReviewProgress, Revision, SetStepResult, StepPage,
-    SupportHistoryPage, Task, TaskLookup, TaskView,
+    ConflictList,
+    CreateTaskResult,
+    Decision,
+    DecisionHit,
+    DecisionLookup,
+    DecisionPage,
+    DecisionPageLookup,
+    DecisionReviewList,
+    Event,
+    EventLookup,
+    EventPage,
+    ReaffirmDecisionResult,
+    RecordDecisionResult,
+    RecordEventResult,
+    RejectDecisionResult,
+    ReviewProgress,
+    Revision,
+    SetStepResult,
+    StepPage,
+    SupportHistoryPage,
+    Task,
+    TaskLookup,
+    TaskView,
 )
 from .models.knowledge import DocumentInfo, DocumentVersion, DocumentWriteResult, FetchResult
 from .stores import GraphStoreError
 
 M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["ApiError", "Portal", "connect", "ConversationHistory", "DecisionTraces", "Graph"]
+__all__ = ["ApiError", "ConversationHistory", "DecisionTraces", "Graph", "Portal", "connect"]
 
 
 class ApiError(Exception):
@@ -66,15 +85,24 @@ class Portal:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def call(self, method: str, path: str, body: Any = None, *, query: dict[str, Any] | None = None,
-             request_id: str | None = None, missing_ok: bool = False) -> tuple[int, Any]:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: dict[str, Any] | None = None,
+        request_id: str | None = None,
+        missing_ok: bool = False,
+    ) -> tuple[int, Any]:
         """(status, decoded body); 404/409/422 with a write result are
         answers, other failures raise."""
         url = f"{self.base_url}/api/v1{path}"
         query = {k: v for k, v in (query or {}).items() if v is not None}
         if query:
-            url += "?" + urllib.parse.urlencode({k: str(v).lower() if isinstance(v, bool) else v
-                                                 for k, v in query.items()})
+            url += "?" + urllib.parse.urlencode(
+                {k: str(v).lower() if isinstance(v, bool) else v for k, v in query.items()}
+            )
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         data = None
         if body is not None:
@@ -159,8 +187,9 @@ class ConversationHistory(_Service):
     def create_task(self, name: str, *, goal: str, request_id: str | None = None) -> CreateTaskResult:
         return self._model(CreateTaskResult, "POST", "/tasks", {"name": name, "goal": goal}, request_id=request_id)
 
-    def list_tasks(self, *, search: str | None = None, after_name: str | None = None,
-                   limit: int = 50) -> tuple[list[Task], bool]:
+    def list_tasks(
+        self, *, search: str | None = None, after_name: str | None = None, limit: int = 50
+    ) -> tuple[list[Task], bool]:
         _, page = self._call("GET", "/tasks", query={"search": search, "after_name": after_name, "limit": limit})
         return [Task.model_validate(t) for t in page["tasks"]], page["more"]
 
@@ -168,91 +197,192 @@ class ConversationHistory(_Service):
         _, view = self._call("GET", f"/tasks/{_q(name)}", missing_ok=True)
         return TaskLookup(found=False) if view is None else TaskLookup(found=True, view=TaskView.model_validate(view))
 
-    def record_event(self, task_name: str, *, kind: Any, payload: str, role: str | None = None,
-                     name: str | None = None, request_id: str | None = None) -> RecordEventResult:
-        return self._model(RecordEventResult, "POST", f"/tasks/{_q(task_name)}/events",
-                           {"kind": kind, "payload": payload, "role": role, "name": name}, request_id=request_id)
+    def record_event(
+        self,
+        task_name: str,
+        *,
+        kind: Any,
+        payload: str,
+        role: str | None = None,
+        name: str | None = None,
+        request_id: str | None = None,
+    ) -> RecordEventResult:
+        return self._model(
+            RecordEventResult,
+            "POST",
+            f"/tasks/{_q(task_name)}/events",
+            {"kind": kind, "payload": payload, "role": role, "name": name},
+            request_id=request_id,
+        )
 
     def load_events(self, task_name: str, events: Sequence[dict[str, Any]]) -> int:
         """All or nothing, as the library's; the task's last event number."""
-        status, answer = self._call("POST", f"/tasks/{_q(task_name)}/events/batch", {"events": list(events)})
+        _status, answer = self._call("POST", f"/tasks/{_q(task_name)}/events/batch", {"events": list(events)})
         if not answer["recorded"]:
             raise ValueError(answer["error"])
         return answer["last_event_seq"]
 
     def list_events(self, task_name: str, *, after_seq: int = 0, limit: int = 50) -> EventPage:
-        _, page = self._call("GET", f"/tasks/{_q(task_name)}/events", query={"after_seq": after_seq, "limit": limit},
-                             missing_ok=True)
+        _, page = self._call(
+            "GET", f"/tasks/{_q(task_name)}/events", query={"after_seq": after_seq, "limit": limit}, missing_ok=True
+        )
         return EventPage(found=False) if page is None else EventPage.model_validate(page)
 
     def fetch_event(self, task_name: str, seq: int) -> EventLookup:
         _, event = self._call("GET", f"/tasks/{_q(task_name)}/events/{int(seq)}", missing_ok=True)
-        return EventLookup(found=False) if event is None else EventLookup(found=True,
-                                                                          event=Event.model_validate(event))
+        return EventLookup(found=False) if event is None else EventLookup(found=True, event=Event.model_validate(event))
 
-    def set_step(self, task_name: str, *, name: str, state: Any, kind: Any = "other",
-                 result_event_seq: int | None = None, result_basis: Any = "unknown",
-                 result_supports: Sequence[Any] | None = None, request_id: str | None = None) -> SetStepResult:
-        body = {"state": state, "kind": kind, "result_event_seq": result_event_seq, "result_basis": result_basis,
-                "result_supports": _supports(result_supports)}
-        return self._model(SetStepResult, "PUT", f"/tasks/{_q(task_name)}/steps/{_q(name)}", body,
-                           request_id=request_id)
+    def set_step(
+        self,
+        task_name: str,
+        *,
+        name: str,
+        state: Any,
+        kind: Any = "other",
+        result_event_seq: int | None = None,
+        result_basis: Any = "unknown",
+        result_supports: Sequence[Any] | None = None,
+        request_id: str | None = None,
+    ) -> SetStepResult:
+        body = {
+            "state": state,
+            "kind": kind,
+            "result_event_seq": result_event_seq,
+            "result_basis": result_basis,
+            "result_supports": _supports(result_supports),
+        }
+        return self._model(
+            SetStepResult, "PUT", f"/tasks/{_q(task_name)}/steps/{_q(name)}", body, request_id=request_id
+        )
 
     def list_steps(self, task_name: str, *, after_name: str | None = None, limit: int = 50) -> StepPage:
-        return self._model(StepPage, "GET", f"/tasks/{_q(task_name)}/steps",
-                           query={"after_name": after_name, "limit": limit})
+        return self._model(
+            StepPage, "GET", f"/tasks/{_q(task_name)}/steps", query={"after_name": after_name, "limit": limit}
+        )
 
 
 class DecisionTraces(_Service):
-    def _content(self, conclusion: str, rationale: str, supports: Sequence[Any], assumptions: Any,
-                 open_questions: Any, fetched: Any) -> dict[str, Any]:
-        return {"conclusion": conclusion, "rationale": rationale, "supports": _supports(supports),
-                "assumptions": assumptions, "open_questions": open_questions, "fetched": _supports(fetched)}
+    def _content(
+        self,
+        conclusion: str,
+        rationale: str,
+        supports: Sequence[Any],
+        assumptions: Any,
+        open_questions: Any,
+        fetched: Any,
+    ) -> dict[str, Any]:
+        return {
+            "conclusion": conclusion,
+            "rationale": rationale,
+            "supports": _supports(supports),
+            "assumptions": assumptions,
+            "open_questions": open_questions,
+            "fetched": _supports(fetched),
+        }
 
-    def record_decision(self, task_name: str, *, choice_key: str, conclusion: str, rationale: str,
-                        supports: Sequence[Any], assumptions: Sequence[str] | None = None,
-                        open_questions: Sequence[str] | None = None, fetched: Sequence[Any] | None = None,
-                        request_id: str | None = None) -> RecordDecisionResult:
-        body = {"choice_key": choice_key,
-                **self._content(conclusion, rationale, supports, assumptions, open_questions, fetched)}
-        return self._model(RecordDecisionResult, "POST", f"/tasks/{_q(task_name)}/decisions", body,
-                           request_id=request_id)
+    def record_decision(
+        self,
+        task_name: str,
+        *,
+        choice_key: str,
+        conclusion: str,
+        rationale: str,
+        supports: Sequence[Any],
+        assumptions: Sequence[str] | None = None,
+        open_questions: Sequence[str] | None = None,
+        fetched: Sequence[Any] | None = None,
+        request_id: str | None = None,
+    ) -> RecordDecisionResult:
+        body = {
+            "choice_key": choice_key,
+            **self._content(conclusion, rationale, supports, assumptions, open_questions, fetched),
+        }
+        return self._model(
+            RecordDecisionResult, "POST", f"/tasks/{_q(task_name)}/decisions", body, request_id=request_id
+        )
 
-    def supersede_decision(self, decision_id: str, *, conclusion: str, rationale: str, explanation: str,
-                           supports: Sequence[Any], assumptions: Sequence[str] | None = None,
-                           open_questions: Sequence[str] | None = None, fetched: Sequence[Any] | None = None,
-                           request_id: str | None = None) -> RecordDecisionResult:
-        body = {"explanation": explanation,
-                **self._content(conclusion, rationale, supports, assumptions, open_questions, fetched)}
-        return self._model(RecordDecisionResult, "POST", f"/decisions/{_q(decision_id)}/supersede", body,
-                           request_id=request_id)
+    def supersede_decision(
+        self,
+        decision_id: str,
+        *,
+        conclusion: str,
+        rationale: str,
+        explanation: str,
+        supports: Sequence[Any],
+        assumptions: Sequence[str] | None = None,
+        open_questions: Sequence[str] | None = None,
+        fetched: Sequence[Any] | None = None,
+        request_id: str | None = None,
+    ) -> RecordDecisionResult:
+        body = {
+            "explanation": explanation,
+            **self._content(conclusion, rationale, supports, assumptions, open_questions, fetched),
+        }
+        return self._model(
+            RecordDecisionResult, "POST", f"/decisions/{_q(decision_id)}/supersede", body, request_id=request_id
+        )
 
     def reject_decision(self, decision_id: str, *, reason: str, request_id: str | None = None) -> RejectDecisionResult:
-        return self._model(RejectDecisionResult, "POST", f"/decisions/{_q(decision_id)}/reject", {"reason": reason},
-                           request_id=request_id)
+        return self._model(
+            RejectDecisionResult,
+            "POST",
+            f"/decisions/{_q(decision_id)}/reject",
+            {"reason": reason},
+            request_id=request_id,
+        )
 
-    def reaffirm_decision(self, decision_id: str, *, explanation: str | None = None,
-                          request_id: str | None = None) -> ReaffirmDecisionResult:
-        return self._model(ReaffirmDecisionResult, "POST", f"/decisions/{_q(decision_id)}/reaffirm",
-                           {"explanation": explanation}, request_id=request_id)
+    def reaffirm_decision(
+        self, decision_id: str, *, explanation: str | None = None, request_id: str | None = None
+    ) -> ReaffirmDecisionResult:
+        return self._model(
+            ReaffirmDecisionResult,
+            "POST",
+            f"/decisions/{_q(decision_id)}/reaffirm",
+            {"explanation": explanation},
+            request_id=request_id,
+        )
 
     def get_decision(self, decision_id: str) -> DecisionLookup:
         _, d = self._call("GET", f"/decisions/{_q(decision_id)}", missing_ok=True)
-        return DecisionLookup(found=False) if d is None else DecisionLookup(found=True,
-                                                                            decision=Decision.model_validate(d))
+        return (
+            DecisionLookup(found=False)
+            if d is None
+            else DecisionLookup(found=True, decision=Decision.model_validate(d))
+        )
 
-    def list_decisions(self, task_name: str, *, include_history: bool = True, limit: int = 50,
-                       offset: int = 0) -> DecisionPageLookup:
-        _, page = self._call("GET", f"/tasks/{_q(task_name)}/decisions", missing_ok=True,
-                             query={"include_history": include_history, "limit": limit, "offset": offset})
-        return DecisionPageLookup(found=False) if page is None else DecisionPageLookup(
-            found=True, page=DecisionPage.model_validate(page))
+    def list_decisions(
+        self, task_name: str, *, include_history: bool = True, limit: int = 50, offset: int = 0
+    ) -> DecisionPageLookup:
+        _, page = self._call(
+            "GET",
+            f"/tasks/{_q(task_name)}/decisions",
+            missing_ok=True,
+            query={"include_history": include_history, "limit": limit, "offset": offset},
+        )
+        return (
+            DecisionPageLookup(found=False)
+            if page is None
+            else DecisionPageLookup(found=True, page=DecisionPage.model_validate(page))
+        )
 
-    def list_decisions_for_review(self, task_name: str | None = None, *, limit: int = 50, offset: int = 0,
-                                  reason: Any = None, state: Any = None,
-                                  root_cause: str | None = None) -> DecisionReviewList:
-        query = {"task": task_name, "limit": limit, "offset": offset, "reason": _value(reason),
-                 "state": _value(state), "cause": root_cause}
+    def list_decisions_for_review(
+        self,
+        task_name: str | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        reason: Any = None,
+        state: Any = None,
+        root_cause: str | None = None,
+    ) -> DecisionReviewList:
+        query = {
+            "task": task_name,
+            "limit": limit,
+            "offset": offset,
+            "reason": _value(reason),
+            "state": _value(state),
+            "cause": root_cause,
+        }
         return self._model(DecisionReviewList, "GET", "/review", query=query)
 
     def review_counts(self) -> dict[str, int]:
@@ -261,18 +391,28 @@ class DecisionTraces(_Service):
     def continue_decision_review(self, *, limit: int | None = None) -> ReviewProgress:
         return self._model(ReviewProgress, "POST", "/review/continue", {"limit": limit})
 
-    def list_conflicts(self, *, task_name: str | None = None, max_groups: int = 50,
-                       after_key: str | None = None) -> ConflictList:
-        return self._model(ConflictList, "GET", "/conflicts",
-                           query={"task": task_name, "max_groups": max_groups, "after_key": after_key})
+    def list_conflicts(
+        self, *, task_name: str | None = None, max_groups: int = 50, after_key: str | None = None
+    ) -> ConflictList:
+        return self._model(
+            ConflictList,
+            "GET",
+            "/conflicts",
+            query={"task": task_name, "max_groups": max_groups, "after_key": after_key},
+        )
 
-    def list_support_history(self, decision_id: str, *, after_ordinal: int = -1,
-                             limit: int = 20) -> SupportHistoryPage:
-        return self._model(SupportHistoryPage, "GET", f"/decisions/{_q(decision_id)}/supports",
-                           query={"after_ordinal": after_ordinal, "limit": limit})
+    def list_support_history(self, decision_id: str, *, after_ordinal: int = -1, limit: int = 20) -> SupportHistoryPage:
+        return self._model(
+            SupportHistoryPage,
+            "GET",
+            f"/decisions/{_q(decision_id)}/supports",
+            query={"after_ordinal": after_ordinal, "limit": limit},
+        )
 
     def list_revisions(self, decision_id: str) -> list[Revision]:
-        return TypeAdapter(list[Revision]).validate_python(self._call("GET", f"/decisions/{_q(decision_id)}/revisions")[1])
+        return TypeAdapter(list[Revision]).validate_python(
+            self._call("GET", f"/decisions/{_q(decision_id)}/revisions")[1]
+        )
 
     def search_decisions(self, query: str, *, task_name: str | None = None, limit: int = 20) -> list[DecisionHit]:
         hits = self._call("GET", "/search", query={"q": query, "task": task_name, "limit": limit})[1]
@@ -281,19 +421,16 @@ class DecisionTraces(_Service):
 
 class Graph(_Service):
     def add(self, key: str, text: str, *, request_id: str | None = None) -> DocumentWriteResult:
-        return self._model(DocumentWriteResult, "POST", "/documents", {"key": key, "text": text},
-                           request_id=request_id)
+        return self._model(DocumentWriteResult, "POST", "/documents", {"key": key, "text": text}, request_id=request_id)
 
     def update(self, key: str, text: str, *, request_id: str | None = None) -> DocumentWriteResult:
-        return self._model(DocumentWriteResult, "PUT", "/documents", {"key": key, "text": text},
-                           request_id=request_id)
+        return self._model(DocumentWriteResult, "PUT", "/documents", {"key": key, "text": text}, request_id=request_id)
 
     def delete(self, key: str, *, request_id: str | None = None) -> DocumentWriteResult:
         return self._model(DocumentWriteResult, "DELETE", "/documents", query={"key": key}, request_id=request_id)
 
     def fetch(self, evidence_id: str, *, max_chars: int | None = None) -> FetchResult:
-        return self._model(FetchResult, "GET", "/evidence", query={"evidence_id": evidence_id,
-                                                                   "max_chars": max_chars})
+        return self._model(FetchResult, "GET", "/evidence", query={"evidence_id": evidence_id, "max_chars": max_chars})
 
     def get_document(self, key: str) -> DocumentInfo | None:
         _, info = self._call("GET", "/documents", query={"key": key}, missing_ok=True)
@@ -301,11 +438,13 @@ class Graph(_Service):
 
     def list_versions(self, key: str) -> list[DocumentVersion]:
         return TypeAdapter(list[DocumentVersion]).validate_python(
-            self._call("GET", "/documents/versions", query={"key": key})[1])
+            self._call("GET", "/documents/versions", query={"key": key})[1]
+        )
 
     def span_evidence_id(self, key: str, char_start: int, char_end: int) -> str:
-        status, answer = self._call("POST", "/evidence/span", {"key": key, "char_start": char_start,
-                                                               "char_end": char_end}, missing_ok=True)
+        _status, answer = self._call(
+            "POST", "/evidence/span", {"key": key, "char_start": char_start, "char_end": char_end}, missing_ok=True
+        )
         if answer is None:
             raise KeyError(f"no current document {key!r}")
         return answer["evidence_id"]

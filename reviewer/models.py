@@ -36,8 +36,9 @@ class ApiToken(models.Model):
     prefix = models.CharField(max_length=16)  # the token's start, shown so a person can tell tokens apart
     digest = models.CharField(max_length=64, unique=True)  # sha256 of the token
     created_at = models.DateTimeField(auto_now_add=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 

@@ -35,17 +35,32 @@ def docs(request: HttpRequest) -> HttpResponse:
             if op is None:
                 continue
             params = [
-                {"name": p["name"], "where": p["in"], "required": p.get("required", False),
-                 "type": _ref_name(p.get("schema", {}))}
+                {
+                    "name": p["name"],
+                    "where": p["in"],
+                    "required": p.get("required", False),
+                    "type": _ref_name(p.get("schema", {})),
+                }
                 for p in op.get("parameters", [])
             ]
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
             responses = [
-                {"status": status, "type": _ref_name(r.get("content", {}).get("application/json", {}).get("schema", {}))}
+                {
+                    "status": status,
+                    "type": _ref_name(r.get("content", {}).get("application/json", {}).get("schema", {})),
+                }
                 for status, r in sorted(op.get("responses", {}).items())
             ]
-            operations.append({"method": method.upper(), "path": path, "name": op.get("operationId", ""),
-                               "summary": op.get("summary", ""), "params": params,
-                               "body": _ref_name(body) if body else None, "responses": responses})
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "name": op.get("operationId", ""),
+                    "summary": op.get("summary", ""),
+                    "params": params,
+                    "body": _ref_name(body) if body else None,
+                    "responses": responses,
+                }
+            )
     schemas = {name: json.dumps(schema, indent=2) for name, schema in spec["components"]["schemas"].items()}
     return render(request, "reviewer/api_docs.html", {"spec": spec, "operations": operations, "schemas": schemas})

@@ -36,8 +36,7 @@ def _dump(value: Any) -> Any:
 
 
 def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> FastMCP:
-    mcp = FastMCP("reviewer", instructions=INSTRUCTIONS, host=host, port=port, stateless_http=True,
-                  json_response=True)
+    mcp = FastMCP("reviewer", instructions=INSTRUCTIONS, host=host, port=port, stateless_http=True, json_response=True)
 
     def portal(ctx: Context) -> client.Portal:
         request = ctx.request_context.request
@@ -59,20 +58,55 @@ def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> 
         return await run(ctx, H, project, lambda h: h.create_task(name, goal=goal, request_id=request_id))
 
     @mcp.tool()
-    async def record_event(project: str, task_name: str, kind: str, payload: str, ctx: Context,
-                           role: str | None = None, name: str | None = None, request_id: str | None = None) -> Any:
+    async def record_event(
+        project: str,
+        task_name: str,
+        kind: str,
+        payload: str,
+        ctx: Context,
+        role: str | None = None,
+        name: str | None = None,
+        request_id: str | None = None,
+    ) -> Any:
         """Append an event (message, tool_call, tool_result, note, …) to a task's history."""
-        return await run(ctx, H, project, lambda h: h.record_event(
-            task_name, kind=kind, payload=payload, role=role, name=name, request_id=request_id))
+        return await run(
+            ctx,
+            H,
+            project,
+            lambda h: h.record_event(
+                task_name, kind=kind, payload=payload, role=role, name=name, request_id=request_id
+            ),
+        )
 
     @mcp.tool()
-    async def set_step(project: str, task_name: str, name: str, state: str, ctx: Context, kind: str = "other",
-                       result_event_seq: int | None = None, result_basis: str = "unknown",
-                       result_supports: list[dict[str, Any]] | None = None, request_id: str | None = None) -> Any:
+    async def set_step(
+        project: str,
+        task_name: str,
+        name: str,
+        state: str,
+        ctx: Context,
+        kind: str = "other",
+        result_event_seq: int | None = None,
+        result_basis: str = "unknown",
+        result_supports: list[dict[str, Any]] | None = None,
+        request_id: str | None = None,
+    ) -> Any:
         """Set a step of a task (its state and, when done, what its result rests on)."""
-        return await run(ctx, H, project, lambda h: h.set_step(
-            task_name, name=name, state=state, kind=kind, result_event_seq=result_event_seq,
-            result_basis=result_basis, result_supports=result_supports, request_id=request_id))
+        return await run(
+            ctx,
+            H,
+            project,
+            lambda h: h.set_step(
+                task_name,
+                name=name,
+                state=state,
+                kind=kind,
+                result_event_seq=result_event_seq,
+                result_basis=result_basis,
+                result_supports=result_supports,
+                request_id=request_id,
+            ),
+        )
 
     @mcp.tool()
     async def get_task(project: str, name: str, ctx: Context) -> Any:
@@ -85,23 +119,62 @@ def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> 
         return await run(ctx, H, project, lambda h: h.list_events(task_name, after_seq=after_seq, limit=limit))
 
     @mcp.tool()
-    async def record_decision(project: str, task_name: str, choice_key: str, conclusion: str, rationale: str,
-                              supports: list[dict[str, Any]], ctx: Context, assumptions: list[str] | None = None,
-                              open_questions: list[str] | None = None, fetched: list[dict[str, Any]] | None = None,
-                              request_id: str | None = None) -> Any:
+    async def record_decision(
+        project: str,
+        task_name: str,
+        choice_key: str,
+        conclusion: str,
+        rationale: str,
+        supports: list[dict[str, Any]],
+        ctx: Context,
+        assumptions: list[str] | None = None,
+        open_questions: list[str] | None = None,
+        fetched: list[dict[str, Any]] | None = None,
+        request_id: str | None = None,
+    ) -> Any:
         """Record a decision with what it rests on (document spans, events, other decisions)."""
-        return await run(ctx, T, project, lambda t: t.record_decision(
-            task_name, choice_key=choice_key, conclusion=conclusion, rationale=rationale, supports=supports,
-            assumptions=assumptions, open_questions=open_questions, fetched=fetched, request_id=request_id))
+        return await run(
+            ctx,
+            T,
+            project,
+            lambda t: t.record_decision(
+                task_name,
+                choice_key=choice_key,
+                conclusion=conclusion,
+                rationale=rationale,
+                supports=supports,
+                assumptions=assumptions,
+                open_questions=open_questions,
+                fetched=fetched,
+                request_id=request_id,
+            ),
+        )
 
     @mcp.tool()
-    async def supersede_decision(project: str, decision_id: str, conclusion: str, rationale: str,
-                                 explanation: str, supports: list[dict[str, Any]], ctx: Context,
-                                 request_id: str | None = None) -> Any:
+    async def supersede_decision(
+        project: str,
+        decision_id: str,
+        conclusion: str,
+        rationale: str,
+        explanation: str,
+        supports: list[dict[str, Any]],
+        ctx: Context,
+        request_id: str | None = None,
+    ) -> Any:
         """Replace a decision with a new revision, saying why."""
-        return await run(ctx, T, project, lambda t: t.supersede_decision(
-            decision_id, conclusion=conclusion, rationale=rationale, explanation=explanation, supports=supports,
-            request_id=request_id))
+        return await run(
+            ctx,
+            T,
+            project,
+            lambda t: t.supersede_decision(
+                decision_id,
+                conclusion=conclusion,
+                rationale=rationale,
+                explanation=explanation,
+                supports=supports,
+                request_id=request_id,
+            ),
+        )
 
     @mcp.tool()
     async def get_decision(project: str, decision_id: str, ctx: Context) -> Any:
@@ -109,11 +182,11 @@ def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> 
         return await run(ctx, T, project, lambda t: t.get_decision(decision_id))
 
     @mcp.tool()
-    async def list_decisions_for_review(project: str, ctx: Context, task_name: str | None = None,
-                                        limit: int = 50, offset: int = 0) -> Any:
+    async def list_decisions_for_review(
+        project: str, ctx: Context, task_name: str | None = None, limit: int = 50, offset: int = 0
+    ) -> Any:
         """Decisions whose supports changed or whose dependencies are in doubt, oldest flag first."""
-        return await run(ctx, T, project, lambda t: t.list_decisions_for_review(task_name, limit=limit,
-                                                                               offset=offset))
+        return await run(ctx, T, project, lambda t: t.list_decisions_for_review(task_name, limit=limit, offset=offset))
 
     @mcp.tool()
     async def search_decisions(project: str, query: str, ctx: Context, task_name: str | None = None) -> Any:

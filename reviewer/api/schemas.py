@@ -7,7 +7,13 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.models import (
-    EventKind, RecordEventResult, StepKind, StepResultBasis, StepState, Task, WriteErrorCode,
+    EventKind,
+    RecordEventResult,
+    StepKind,
+    StepResultBasis,
+    StepState,
+    Task,
+    WriteErrorCode,
 )
 from core.models.decision import SupportInput
 from core.models.knowledge import FetchResult

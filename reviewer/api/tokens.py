@@ -26,8 +26,9 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def create_token(*, project_id: str, name: str, agent_id: str, role: str = ApiToken.AGENT,
-                 created_by: object | None = None) -> tuple[ApiToken, str]:
+def create_token(
+    *, project_id: str, name: str, agent_id: str, role: str = ApiToken.AGENT, created_by: object | None = None
+) -> tuple[ApiToken, str]:
     """A new token for one project: (its record, the token, shown once)."""
     name, agent_id, project_id = name.strip(), agent_id.strip(), project_id.strip()
     if not name or len(name) > 100:
@@ -42,8 +43,13 @@ def create_token(*, project_id: str, name: str, agent_id: str, role: str = ApiTo
     try:
         with transaction.atomic():
             record = ApiToken.objects.create(
-                name=name, project_id=project_id, agent_id=agent_id, role=role, prefix=token[:10],
-                digest=digest(token), created_by=created_by,
+                name=name,
+                project_id=project_id,
+                agent_id=agent_id,
+                role=role,
+                prefix=token[:10],
+                digest=digest(token),
+                created_by=created_by,
             )
     except IntegrityError:
         raise TokenError(f"the agent id {agent_id!r} already has a token in this project") from None

@@ -33,9 +33,26 @@ from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
 from core.models import (
-    ConflictList, CreateTaskResult, Decision, DecisionHit, DecisionPage, DecisionReviewList, Event, EventPage,
-    ReaffirmDecisionResult, RecordDecisionResult, RecordEventResult, RejectDecisionResult, ReviewProgress,
-    ReviewReason, ReviewState, Revision, SetStepResult, StepPage, SupportHistoryPage, TaskView,
+    ConflictList,
+    CreateTaskResult,
+    Decision,
+    DecisionHit,
+    DecisionPage,
+    DecisionReviewList,
+    Event,
+    EventPage,
+    ReaffirmDecisionResult,
+    RecordDecisionResult,
+    RecordEventResult,
+    RejectDecisionResult,
+    ReviewProgress,
+    ReviewReason,
+    ReviewState,
+    Revision,
+    SetStepResult,
+    StepPage,
+    SupportHistoryPage,
+    TaskView,
     WriteErrorCode,
 )
 from core.models.knowledge import DocumentErrorCode, DocumentInfo, DocumentVersion, DocumentWriteResult, FetchResult
@@ -49,11 +66,21 @@ from .tokens import find_token, touch
 
 log = logging.getLogger(__name__)
 
-NOT_FOUND = {WriteErrorCode.task_not_found, WriteErrorCode.event_not_found, WriteErrorCode.decision_not_found,
-             DocumentErrorCode.document_not_found}
-CONFLICT = {WriteErrorCode.task_exists, WriteErrorCode.choice_exists, WriteErrorCode.request_id_reused,
-            WriteErrorCode.decision_not_active, WriteErrorCode.cannot_revalidate, DocumentErrorCode.document_exists,
-            DocumentErrorCode.request_id_reused}
+NOT_FOUND = {
+    WriteErrorCode.task_not_found,
+    WriteErrorCode.event_not_found,
+    WriteErrorCode.decision_not_found,
+    DocumentErrorCode.document_not_found,
+}
+CONFLICT = {
+    WriteErrorCode.task_exists,
+    WriteErrorCode.choice_exists,
+    WriteErrorCode.request_id_reused,
+    WriteErrorCode.decision_not_active,
+    WriteErrorCode.cannot_revalidate,
+    DocumentErrorCode.document_exists,
+    DocumentErrorCode.request_id_reused,
+}
 PROBLEMS = {401: s.Problem, 413: s.Problem, 429: s.Problem, 503: s.Problem}
 
 
@@ -114,10 +141,15 @@ class ReviewerApi(NinjaAPI):
 
 
 api = ReviewerApi(
-    title="Reviewer API", version="1", renderer=_Renderer(), urls_namespace="api", auth=TokenAuth(), docs_url=None,
+    title="Reviewer API",
+    version="1",
+    renderer=_Renderer(),
+    urls_namespace="api",
+    auth=TokenAuth(),
+    docs_url=None,
     openapi_url="/openapi.json",
     description="Agents record their work (tasks, events, steps, documents, decisions) and read the review "
-                "state of one project with a project token. Bodies are the core library's models.",
+    "state of one project with a project token. Bodies are the core library's models.",
 )
 
 
@@ -129,8 +161,9 @@ def _store_down(request: HttpRequest, exc: GraphStoreError) -> HttpResponse:
     if isinstance(exc, GraphStoreWriteConflictError):
         # the store answers, but other writers kept winning: nothing was written; the store stays open
         log.warning("write gave up under contention: %s", exc)
-        response = api.create_response(request, {"detail": "too many writers at once; nothing was written, "
-                                                           "try again"}, status=503)
+        response = api.create_response(
+            request, {"detail": "too many writers at once; nothing was written, try again"}, status=503
+        )
         response["Retry-After"] = "1"
         return response
     log.warning("graph store unavailable: %s", exc)
@@ -143,15 +176,17 @@ def _store_down(request: HttpRequest, exc: GraphStoreError) -> HttpResponse:
 @api.exception_handler(ValueError)
 def _bad_value(request: HttpRequest, exc: ValueError) -> HttpResponse:
     # the core's answer to a value of the wrong kind (or a malformed evidence id)
-    return api.create_response(request, {"detail": [{"loc": ["body"], "msg": str(exc), "type": "value_error"}]},
-                               status=422)
+    return api.create_response(
+        request, {"detail": [{"loc": ["body"], "msg": str(exc), "type": "value_error"}]}, status=422
+    )
 
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if exc.status_code == 400:  # a body that is not JSON
         return api.create_response(
-            request, {"detail": [{"loc": ["body"], "msg": "the body is not valid JSON", "type": "json_invalid"}]},
+            request,
+            {"detail": [{"loc": ["body"], "msg": "the body is not valid JSON", "type": "json_invalid"}]},
             status=422,
         )
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
@@ -254,8 +289,11 @@ def answer(result: Any) -> Status:
 
 
 def key_header() -> Any:
-    return Header(None, alias="Idempotency-Key", description="The write's request_id (1-64 characters): "
-                                                            "a retry with the same key answers the first result.")
+    return Header(
+        None,
+        alias="Idempotency-Key",
+        description="The write's request_id (1-64 characters): a retry with the same key answers the first result.",
+    )
 
 
 def found(value: Any) -> Any:
@@ -270,15 +308,18 @@ router = Router(tags=["projects"])
 
 
 @router.post("/projects/{project}/tasks", response=records(CreateTaskResult))
-def create_task(request: HttpRequest, project: str, body: s.CreateTask,
-                idempotency_key: str | None = key_header()) -> Any:
-    return answer(agent(request, project, records=True).history.create_task(
-        body.name, goal=body.goal, request_id=idempotency_key))
+def create_task(
+    request: HttpRequest, project: str, body: s.CreateTask, idempotency_key: str | None = key_header()
+) -> Any:
+    return answer(
+        agent(request, project, records=True).history.create_task(body.name, goal=body.goal, request_id=idempotency_key)
+    )
 
 
 @router.get("/projects/{project}/tasks", response=reads(s.TaskList))
-def list_tasks(request: HttpRequest, project: str, search: str | None = None, after_name: str | None = None,
-               limit: int = 50) -> Any:
+def list_tasks(
+    request: HttpRequest, project: str, search: str | None = None, after_name: str | None = None, limit: int = 50
+) -> Any:
     tasks, more = agent(request, project).history.list_tasks(search=search, after_name=after_name, limit=limit)
     return {"tasks": tasks, "more": more}
 
@@ -289,10 +330,14 @@ def get_task(request: HttpRequest, project: str, task: str) -> Any:
 
 
 @router.post("/projects/{project}/tasks/{task}/events", response=records(RecordEventResult))
-def record_event(request: HttpRequest, project: str, task: str, body: s.RecordEvent,
-                 idempotency_key: str | None = key_header()) -> Any:
-    return answer(agent(request, project, records=True).history.record_event(
-        task, kind=body.kind, payload=body.payload, role=body.role, name=body.name, request_id=idempotency_key))
+def record_event(
+    request: HttpRequest, project: str, task: str, body: s.RecordEvent, idempotency_key: str | None = key_header()
+) -> Any:
+    return answer(
+        agent(request, project, records=True).history.record_event(
+            task, kind=body.kind, payload=body.payload, role=body.role, name=body.name, request_id=idempotency_key
+        )
+    )
 
 
 def batch_request_id(key: str, n: int) -> str:
@@ -303,8 +348,9 @@ def batch_request_id(key: str, n: int) -> str:
 
 
 @router.post("/projects/{project}/tasks/{task}/events/batch", response=records(s.EventBatchResult))
-def record_events(request: HttpRequest, project: str, task: str, body: s.EventBatch,
-                  idempotency_key: str | None = key_header()) -> Any:
+def record_events(
+    request: HttpRequest, project: str, task: str, body: s.EventBatch, idempotency_key: str | None = key_header()
+) -> Any:
     history = agent(request, project, records=True).history
     if idempotency_key is None:
         try:
@@ -316,8 +362,14 @@ def record_events(request: HttpRequest, project: str, task: str, body: s.EventBa
         return Status(200, s.EventBatchResult(recorded=True, last_event_seq=last))
     results = []
     for n, e in enumerate(body.events):
-        result = history.record_event(task, kind=e.kind, payload=e.payload, role=e.role, name=e.name,
-                                      request_id=batch_request_id(idempotency_key, n))
+        result = history.record_event(
+            task,
+            kind=e.kind,
+            payload=e.payload,
+            role=e.role,
+            name=e.name,
+            request_id=batch_request_id(idempotency_key, n),
+        )
         results.append(result)
         if not result.recorded:
             return Status(status_of(result), s.EventBatchResult(recorded=False, error=result.error, results=results))
@@ -339,17 +391,31 @@ def fetch_event(request: HttpRequest, project: str, task: str, seq: int) -> Any:
 
 
 @router.put("/projects/{project}/tasks/{task}/steps/{step}", response=records(SetStepResult))
-def set_step(request: HttpRequest, project: str, task: str, step: str, body: s.SetStep,
-             idempotency_key: str | None = key_header()) -> Any:
+def set_step(
+    request: HttpRequest,
+    project: str,
+    task: str,
+    step: str,
+    body: s.SetStep,
+    idempotency_key: str | None = key_header(),
+) -> Any:
     supports = None if body.result_supports is None else [x.model_dump() for x in body.result_supports]
-    return answer(agent(request, project, records=True).history.set_step(
-        task, name=step, state=body.state, kind=body.kind, result_event_seq=body.result_event_seq,
-        result_basis=body.result_basis, result_supports=supports, request_id=idempotency_key))
+    return answer(
+        agent(request, project, records=True).history.set_step(
+            task,
+            name=step,
+            state=body.state,
+            kind=body.kind,
+            result_event_seq=body.result_event_seq,
+            result_basis=body.result_basis,
+            result_supports=supports,
+            request_id=idempotency_key,
+        )
+    )
 
 
 @router.get("/projects/{project}/tasks/{task}/steps", response=reads(StepPage))
-def list_steps(request: HttpRequest, project: str, task: str, after_name: str | None = None,
-               limit: int = 50) -> Any:
+def list_steps(request: HttpRequest, project: str, task: str, after_name: str | None = None, limit: int = 50) -> Any:
     return agent(request, project).history.list_steps(task, after_name=after_name, limit=limit)
 
 
@@ -357,19 +423,31 @@ def list_steps(request: HttpRequest, project: str, task: str, after_name: str | 
 
 
 @router.post("/projects/{project}/tasks/{task}/decisions", response=records(RecordDecisionResult))
-def record_decision(request: HttpRequest, project: str, task: str, body: s.RecordDecision,
-                    idempotency_key: str | None = key_header()) -> Any:
-    return answer(agent(request, project, records=True).traces.record_decision(
-        task, choice_key=body.choice_key, conclusion=body.conclusion, rationale=body.rationale,
-        supports=[x.model_dump() for x in body.supports], assumptions=body.assumptions,
-        open_questions=body.open_questions, fetched=body.fetched, request_id=idempotency_key))
+def record_decision(
+    request: HttpRequest, project: str, task: str, body: s.RecordDecision, idempotency_key: str | None = key_header()
+) -> Any:
+    return answer(
+        agent(request, project, records=True).traces.record_decision(
+            task,
+            choice_key=body.choice_key,
+            conclusion=body.conclusion,
+            rationale=body.rationale,
+            supports=[x.model_dump() for x in body.supports],
+            assumptions=body.assumptions,
+            open_questions=body.open_questions,
+            fetched=body.fetched,
+            request_id=idempotency_key,
+        )
+    )
 
 
 @router.get("/projects/{project}/tasks/{task}/decisions", response=reads(DecisionPage))
-def list_decisions(request: HttpRequest, project: str, task: str, include_history: bool = True,
-                   limit: int = 50, offset: int = 0) -> Any:
+def list_decisions(
+    request: HttpRequest, project: str, task: str, include_history: bool = True, limit: int = 50, offset: int = 0
+) -> Any:
     lookup = agent(request, project).traces.list_decisions(
-        task, include_history=include_history, limit=limit, offset=offset)
+        task, include_history=include_history, limit=limit, offset=offset
+    )
     if not lookup.found:
         raise Http404("no such task")
     return lookup.page
@@ -381,24 +459,49 @@ def get_decision(request: HttpRequest, project: str, decision_id: str) -> Any:
 
 
 @router.post("/projects/{project}/decisions/{decision_id}/supersede", response=reviews(RecordDecisionResult))
-def supersede_decision(request: HttpRequest, project: str, decision_id: str, body: s.SupersedeDecision,
-                       idempotency_key: str | None = key_header()) -> Any:
-    return answer(agent(request, project).traces.supersede_decision(
-        decision_id, conclusion=body.conclusion, rationale=body.rationale, explanation=body.explanation,
-        supports=[x.model_dump() for x in body.supports], assumptions=body.assumptions,
-        open_questions=body.open_questions, fetched=body.fetched, request_id=idempotency_key))
+def supersede_decision(
+    request: HttpRequest,
+    project: str,
+    decision_id: str,
+    body: s.SupersedeDecision,
+    idempotency_key: str | None = key_header(),
+) -> Any:
+    return answer(
+        agent(request, project).traces.supersede_decision(
+            decision_id,
+            conclusion=body.conclusion,
+            rationale=body.rationale,
+            explanation=body.explanation,
+            supports=[x.model_dump() for x in body.supports],
+            assumptions=body.assumptions,
+            open_questions=body.open_questions,
+            fetched=body.fetched,
+            request_id=idempotency_key,
+        )
+    )
 
 
 @router.post("/projects/{project}/decisions/{decision_id}/reject", response=reviews(RejectDecisionResult))
-def reject_decision(request: HttpRequest, project: str, decision_id: str, body: s.RejectDecision,
-                    idempotency_key: str | None = key_header()) -> Any:
-    return answer(agent(request, project).traces.reject_decision(
-        decision_id, reason=body.reason, request_id=idempotency_key))
+def reject_decision(
+    request: HttpRequest,
+    project: str,
+    decision_id: str,
+    body: s.RejectDecision,
+    idempotency_key: str | None = key_header(),
+) -> Any:
+    return answer(
+        agent(request, project).traces.reject_decision(decision_id, reason=body.reason, request_id=idempotency_key)
+    )
 
 
 @router.post("/projects/{project}/decisions/{decision_id}/reaffirm", response=reviews(ReaffirmDecisionResult))
-def reaffirm_decision(request: HttpRequest, project: str, decision_id: str, body: s.ReaffirmDecision,
-                      idempotency_key: str | None = key_header()) -> Any:
+def reaffirm_decision(
+    request: HttpRequest,
+    project: str,
+    decision_id: str,
+    body: s.ReaffirmDecision,
+    idempotency_key: str | None = key_header(),
+) -> Any:
     traces = agent(request, project).traces
     if body.explanation is None:
         return answer(traces.reaffirm_decision(decision_id, request_id=idempotency_key))
@@ -406,10 +509,10 @@ def reaffirm_decision(request: HttpRequest, project: str, decision_id: str, body
 
 
 @router.get("/projects/{project}/decisions/{decision_id}/supports", response=reads(SupportHistoryPage))
-def list_support_history(request: HttpRequest, project: str, decision_id: str, after_ordinal: int = -1,
-                         limit: int = 20) -> Any:
-    return agent(request, project).traces.list_support_history(decision_id, after_ordinal=after_ordinal,
-                                                               limit=limit)
+def list_support_history(
+    request: HttpRequest, project: str, decision_id: str, after_ordinal: int = -1, limit: int = 20
+) -> Any:
+    return agent(request, project).traces.list_support_history(decision_id, after_ordinal=after_ordinal, limit=limit)
 
 
 @router.get("/projects/{project}/decisions/{decision_id}/revisions", response=reads(list[Revision]))
@@ -418,11 +521,19 @@ def list_revisions(request: HttpRequest, project: str, decision_id: str) -> Any:
 
 
 @router.get("/projects/{project}/review", response=reads(DecisionReviewList))
-def list_decisions_for_review(request: HttpRequest, project: str, task: str | None = None,
-                              reason: ReviewReason | None = None, state: ReviewState | None = None,
-                              cause: str | None = None, limit: int = 50, offset: int = 0) -> Any:
+def list_decisions_for_review(
+    request: HttpRequest,
+    project: str,
+    task: str | None = None,
+    reason: ReviewReason | None = None,
+    state: ReviewState | None = None,
+    cause: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Any:
     return agent(request, project).traces.list_decisions_for_review(
-        task, limit=limit, offset=max(0, offset), reason=reason, state=state, root_cause=cause)
+        task, limit=limit, offset=max(0, offset), reason=reason, state=state, root_cause=cause
+    )
 
 
 @router.get("/projects/{project}/review/counts", response=reads(dict[str, int]))
@@ -439,8 +550,9 @@ def continue_decision_review(request: HttpRequest, project: str, body: s.Continu
 
 
 @router.get("/projects/{project}/conflicts", response=reads(ConflictList))
-def list_conflicts(request: HttpRequest, project: str, task: str | None = None, max_groups: int = 50,
-                   after_key: str | None = None) -> Any:
+def list_conflicts(
+    request: HttpRequest, project: str, task: str | None = None, max_groups: int = 50, after_key: str | None = None
+) -> Any:
     return agent(request, project).traces.list_conflicts(task_name=task, max_groups=max_groups, after_key=after_key)
 
 
@@ -453,21 +565,21 @@ def search_decisions(request: HttpRequest, project: str, q: str, task: str | Non
 
 
 @router.post("/projects/{project}/documents", response=records(DocumentWriteResult))
-def add_document(request: HttpRequest, project: str, body: s.Document,
-                 idempotency_key: str | None = key_header()) -> Any:
+def add_document(
+    request: HttpRequest, project: str, body: s.Document, idempotency_key: str | None = key_header()
+) -> Any:
     return answer(agent(request, project, records=True).graph.add(body.key, body.text, request_id=idempotency_key))
 
 
 @router.put("/projects/{project}/documents", response=records(DocumentWriteResult))
-def update_document(request: HttpRequest, project: str, body: s.Document,
-                    idempotency_key: str | None = key_header()) -> Any:
-    return answer(agent(request, project, records=True).graph.update(body.key, body.text,
-                                                                     request_id=idempotency_key))
+def update_document(
+    request: HttpRequest, project: str, body: s.Document, idempotency_key: str | None = key_header()
+) -> Any:
+    return answer(agent(request, project, records=True).graph.update(body.key, body.text, request_id=idempotency_key))
 
 
 @router.delete("/projects/{project}/documents", response=records(DocumentWriteResult))
-def delete_document(request: HttpRequest, project: str, key: str,
-                    idempotency_key: str | None = key_header()) -> Any:
+def delete_document(request: HttpRequest, project: str, key: str, idempotency_key: str | None = key_header()) -> Any:
     return answer(agent(request, project, records=True).graph.delete(key, request_id=idempotency_key))
 
 

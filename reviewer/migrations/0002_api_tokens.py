@@ -6,31 +6,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('reviewer', '0001_project_grants'),
+        ("reviewer", "0001_project_grants"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('project_id', models.CharField(max_length=200)),
-                ('agent_id', models.CharField(max_length=100)),
-                ('role', models.CharField(choices=[('agent', 'agent: records its work'), ('automation', 'automation: reads and reviews')], default='agent', max_length=20)),
-                ('prefix', models.CharField(max_length=16)),
-                ('digest', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100)),
+                ("project_id", models.CharField(max_length=200)),
+                ("agent_id", models.CharField(max_length=100)),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("agent", "agent: records its work"), ("automation", "automation: reads and reviews")],
+                        default="agent",
+                        max_length=20,
+                    ),
+                ),
+                ("prefix", models.CharField(max_length=16)),
+                ("digest", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project_id', 'name'],
-                'constraints': [models.UniqueConstraint(fields=('project_id', 'agent_id'), name='one_token_per_agent')],
+                "ordering": ["project_id", "name"],
+                "constraints": [models.UniqueConstraint(fields=("project_id", "agent_id"), name="one_token_per_agent")],
             },
         ),
     ]

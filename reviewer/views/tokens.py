@@ -18,8 +18,9 @@ from .base import _project
 
 class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What the token is for, e.g. “nightly planner”.")
-    agent_id = forms.CharField(max_length=100, label="Agent id",
-                               help_text="The author of what the token writes; one token per agent id.")
+    agent_id = forms.CharField(
+        max_length=100, label="Agent id", help_text="The author of what the token writes; one token per agent id."
+    )
     role = forms.ChoiceField(choices=ApiToken.ROLES, initial=ApiToken.AGENT)
 
 
@@ -39,7 +40,9 @@ def tokens(request: HttpRequest, project: str) -> HttpResponse:
         else:
             form = TokenForm()
     context = {
-        "form": form, "new_token": new_token, "made": made,
+        "form": form,
+        "new_token": new_token,
+        "made": made,
         "tokens": ApiToken.objects.filter(project_id=project).order_by("revoked_at", "name"),
     }
     return render(request, "reviewer/tokens.html", context, status=400 if form.errors else 200)

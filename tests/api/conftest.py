@@ -27,16 +27,30 @@ class Api:
     def url(self, tail: str, project: str | None = None) -> str:
         return f"/api/v1/projects/{project or self.project}/{tail.lstrip('/')}"
 
-    def call(self, method: str, tail: str, body: Any = None, *, token: str | None = None, idem: str | None = None,
-             project: str | None = None, **query: Any) -> Any:
+    def call(
+        self,
+        method: str,
+        tail: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        idem: str | None = None,
+        project: str | None = None,
+        **query: Any,
+    ) -> Any:
         headers = {"Authorization": f"Bearer {token or self.token}"}
         if idem is not None:
             headers["Idempotency-Key"] = idem
         url = self.url(tail, project)
         send = getattr(self.client, method.lower())
         if method.upper() in ("GET", "DELETE"):
-            return send(url, query, headers=headers) if method.upper() == "GET" else send(
-                url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""), headers=headers)
+            return (
+                send(url, query, headers=headers)
+                if method.upper() == "GET"
+                else send(
+                    url + ("?" + "&".join(f"{k}={v}" for k, v in query.items()) if query else ""), headers=headers
+                )
+            )
         return send(url, body, content_type="application/json", headers=headers)
 
 

@@ -28,8 +28,14 @@ class LiveClient:
     def __init__(self, base: str) -> None:
         self.base = base.rstrip("/")
 
-    def _send(self, method: str, url: str, body: Any = None, headers: dict[str, str] | None = None,
-              content_type: str | None = None) -> LiveResponse:
+    def _send(
+        self,
+        method: str,
+        url: str,
+        body: Any = None,
+        headers: dict[str, str] | None = None,
+        content_type: str | None = None,
+    ) -> LiveResponse:
         data = None
         headers = dict(headers or {})
         if body is not None:
@@ -47,12 +53,14 @@ class LiveClient:
             url += "?" + urllib.parse.urlencode(query)
         return self._send("GET", url, headers=headers)
 
-    def post(self, url: str, body: Any = None, content_type: str | None = None, *,
-             headers: dict[str, str] | None = None) -> Any:
+    def post(
+        self, url: str, body: Any = None, content_type: str | None = None, *, headers: dict[str, str] | None = None
+    ) -> Any:
         return self._send("POST", url, body if body is not None else {}, headers, content_type)
 
-    def put(self, url: str, body: Any = None, content_type: str | None = None, *,
-            headers: dict[str, str] | None = None) -> Any:
+    def put(
+        self, url: str, body: Any = None, content_type: str | None = None, *, headers: dict[str, str] | None = None
+    ) -> Any:
         return self._send("PUT", url, body if body is not None else {}, headers, content_type)
 
     def delete(self, url: str, *, headers: dict[str, str] | None = None) -> Any:

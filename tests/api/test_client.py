@@ -18,8 +18,11 @@ from core.stores import GraphStore, GraphStoreError
 from reviewer import store as shared
 from reviewer.api.tokens import create_token
 
-PAIRS = [(client.ConversationHistory, ConversationHistory), (client.DecisionTraces, DecisionTraces),
-         (client.Graph, Graph)]
+PAIRS = [
+    (client.ConversationHistory, ConversationHistory),
+    (client.DecisionTraces, DecisionTraces),
+    (client.Graph, Graph),
+]
 
 
 @pytest.mark.parametrize("remote, local", PAIRS, ids=lambda c: c.__name__ if isinstance(c, type) else "")
@@ -50,8 +53,9 @@ def test_the_client_answers_as_the_library_does(remote: tuple[Any, str], store: 
     local = ConversationHistory(store, project_id=project, agent_id="planner")
     assert history.create_task("t", goal="g").recorded
     made = history.record_event("t", kind="note", payload="x", request_id="r1")
-    assert isinstance(made, RecordEventResult) and made == history.record_event("t", kind="note", payload="x",
-                                                                                  request_id="r1")
+    assert isinstance(made, RecordEventResult) and made == history.record_event(
+        "t", kind="note", payload="x", request_id="r1"
+    )
     assert history.load_events("t", [{"kind": "note", "payload": "y"}]) == 2
     assert history.list_events("t") == local.list_events("t")  # to the microsecond
     assert history.list_events("missing") == EventPage(found=False)

@@ -55,8 +55,13 @@ def portal(store: GraphStore, transactional_db: None, live_server: Any) -> Itera
 def test_the_curl_session_runs(portal: tuple[str, str, str], store: GraphStore) -> None:
     url, token, project = portal
     script = "set -euo pipefail\n" + block("sh").replace("/projects/acme", f"/projects/{project}")
-    result = subprocess.run(["bash", "-c", script], env={**os.environ, "REVIEWER_URL": url, "TOKEN": token},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        ["bash", "-c", script],
+        env={**os.environ, "REVIEWER_URL": url, "TOKEN": token},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.split() == ["true"] * 5
     view = ConversationHistory(store, project_id=project, agent_id="audit").get_task("choose-db").view
@@ -65,9 +70,13 @@ def test_the_curl_session_runs(portal: tuple[str, str, str], store: GraphStore) 
 
 def test_the_python_client_example_runs(portal: tuple[str, str, str], store: GraphStore) -> None:
     url, token, project = portal
-    code = (block("py").replace("http://127.0.0.1:8000", url).replace("rvw_your_token", token)
-            .replace('"acme"', repr(project)))
-    exec(compile(code, "docs/api.md", "exec"), {})  # noqa: S102 - our own documentation
+    code = (
+        block("py")
+        .replace("http://127.0.0.1:8000", url)
+        .replace("rvw_your_token", token)
+        .replace('"acme"', repr(project))
+    )
+    exec(compile(code, "docs/api.md", "exec"), {})
     view = ConversationHistory(store, project_id=project, agent_id="audit").get_task("pick-cache").view
     assert view.decision_count == 1 and view.decisions[0].author == "planner"
 
@@ -79,8 +88,11 @@ def test_the_mcp_configuration_opens_a_session(portal: tuple[str, str, str], sto
     config = json.loads(block("json"))["mcpServers"]["reviewer"]
     assert config["type"] == "http" and config["url"] == f"http://127.0.0.1:{port}/mcp"
     mine = free_port()  # the documented port may be taken on a test machine
-    server = uvicorn.Server(uvicorn.Config(build_server(url, port=mine).streamable_http_app(), host="127.0.0.1",
-                                           port=mine, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_server(url, port=mine).streamable_http_app(), host="127.0.0.1", port=mine, log_level="warning"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:

@@ -29,21 +29,44 @@ def test_tasks_events_and_steps_round_trip(api: Api) -> None:
 
     event = ok(api.call("POST", "tasks/choose-db/events", {"kind": "message", "role": "user", "payload": "Which DB?"}))
     assert event["recorded"] and event["event"]["seq"] == 1 and event["event"]["author"] == "planner"
-    batch = ok(api.call("POST", "tasks/choose-db/events/batch",
-                        {"events": [{"kind": "note", "payload": f"n{i}"} for i in range(3)]}))
+    batch = ok(
+        api.call(
+            "POST", "tasks/choose-db/events/batch", {"events": [{"kind": "note", "payload": f"n{i}"} for i in range(3)]}
+        )
+    )
     assert batch == {"recorded": True, "error": None, "last_event_seq": 4, "results": []}
-    keyed = ok(api.call("POST", "tasks/choose-db/events/batch",
-                        {"events": [{"kind": "tool_call", "name": "psql", "payload": "select 1"},
-                                    {"kind": "tool_result", "name": "psql", "payload": "1"}]}, idem="batch-1"))
+    keyed = ok(
+        api.call(
+            "POST",
+            "tasks/choose-db/events/batch",
+            {
+                "events": [
+                    {"kind": "tool_call", "name": "psql", "payload": "select 1"},
+                    {"kind": "tool_result", "name": "psql", "payload": "1"},
+                ]
+            },
+            idem="batch-1",
+        )
+    )
     assert keyed["last_event_seq"] == 6 and [r["event"]["seq"] for r in keyed["results"]] == [5, 6]
 
     page = ok(api.call("GET", "tasks/choose-db/events", after_seq=1, limit=3))
     assert [e["seq"] for e in page["events"]] == [2, 3, 4] and page["next_after_seq"] == 4
     assert ok(api.call("GET", "tasks/choose-db/events/5"))["name"] == "psql"
 
-    step = ok(api.call("PUT", "tasks/choose-db/steps/compare", {
-        "state": "completed", "kind": "analysis", "result_event_seq": 6, "result_basis": "supported",
-        "result_supports": [{"kind": "event", "task_name": "choose-db", "seq": 6}]}))
+    step = ok(
+        api.call(
+            "PUT",
+            "tasks/choose-db/steps/compare",
+            {
+                "state": "completed",
+                "kind": "analysis",
+                "result_event_seq": 6,
+                "result_basis": "supported",
+                "result_supports": [{"kind": "event", "task_name": "choose-db", "seq": 6}],
+            },
+        )
+    )
     assert step["recorded"] and step["step"]["state"] == "completed"
     steps = ok(api.call("GET", "tasks/choose-db/steps"))
     assert [s["name"] for s in steps["steps"]] == ["compare"]
@@ -67,15 +90,34 @@ def test_documents_evidence_decisions_and_review_round_trip(api: Api) -> None:
     fetched = ok(api.call("GET", "evidence", evidence_id=evidence))
     assert fetched["text"] == "Orders stay on Postgres." and fetched["status"] == "ok"
 
-    first = ok(api.call("POST", "tasks/choose-db/decisions", {
-        "choice_key": "orders-db", "conclusion": "Postgres", "rationale": "The ADR says so.",
-        "supports": [{"kind": "document", "evidence_id": evidence}], "fetched": [fetched],
-        "assumptions": ["load stays low"]}))
+    first = ok(
+        api.call(
+            "POST",
+            "tasks/choose-db/decisions",
+            {
+                "choice_key": "orders-db",
+                "conclusion": "Postgres",
+                "rationale": "The ADR says so.",
+                "supports": [{"kind": "document", "evidence_id": evidence}],
+                "fetched": [fetched],
+                "assumptions": ["load stays low"],
+            },
+        )
+    )
     assert first["recorded"] and first["decision"]["author"] == "planner"
     did = first["decision"]["id"]
-    other = ok(api.call("POST", "tasks/other/decisions", {
-        "choice_key": "orders-db", "conclusion": "MySQL", "rationale": "habit",
-        "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]}))["decision"]["id"]
+    other = ok(
+        api.call(
+            "POST",
+            "tasks/other/decisions",
+            {
+                "choice_key": "orders-db",
+                "conclusion": "MySQL",
+                "rationale": "habit",
+                "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}],
+            },
+        )
+    )["decision"]["id"]
     assert ok(api.call("GET", f"decisions/{did}"))["conclusion"] == "Postgres"
     assert ok(api.call("GET", "tasks/choose-db/decisions"))["count"] == 1
     conflicts = ok(api.call("GET", "conflicts"))
@@ -95,9 +137,18 @@ def test_documents_evidence_decisions_and_review_round_trip(api: Api) -> None:
     assert ok(api.call("GET", "review/counts"))["needs_review"] == 1
     ok(api.call("POST", "review/continue", {}, token=api.review_token))
 
-    new = ok(api.call("POST", f"decisions/{did}/supersede", {
-        "conclusion": "MySQL", "rationale": "The ADR changed.", "explanation": "The ADR now says MySQL.",
-        "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]}))
+    new = ok(
+        api.call(
+            "POST",
+            f"decisions/{did}/supersede",
+            {
+                "conclusion": "MySQL",
+                "rationale": "The ADR changed.",
+                "explanation": "The ADR now says MySQL.",
+                "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}],
+            },
+        )
+    )
     assert new["recorded"] and new["decision"]["revision"] == 2
     revisions = ok(api.call("GET", f"decisions/{new['decision']['id']}/revisions"))
     assert [r["decision"]["revision"] for r in revisions] == [1, 2]
@@ -106,8 +157,9 @@ def test_documents_evidence_decisions_and_review_round_trip(api: Api) -> None:
     assert [s["kind"] for s in history["supports"]] == ["event"]
 
     # the automation token reviews: its agent id names it in the activity log
-    rejected = ok(api.call("POST", f"decisions/{other}/reject", {"reason": "Not what we chose."},
-                           token=api.review_token))
+    rejected = ok(
+        api.call("POST", f"decisions/{other}/reject", {"reason": "Not what we chose."}, token=api.review_token)
+    )
     assert rejected["decision"]["rejected_by"] == "sweeper"
     reaffirmed = ok(api.call("POST", f"decisions/{new['decision']['id']}/reaffirm", {}))
     assert reaffirmed["recorded"]
@@ -125,13 +177,26 @@ def test_refused_writes_answer_the_seed_code_with_a_fitting_status(api: Api) -> 
     cases = [
         (("POST", "tasks", {"name": "t", "goal": "another"}), 409, "task_exists"),
         (("POST", "tasks/missing/events", {"kind": "note", "payload": "x"}), 404, "task_not_found"),
-        (("POST", "tasks/t/decisions", {"choice_key": "k", "conclusion": "c", "rationale": "r", "supports": []}),
-         422, "support_required"),
-        (("POST", "tasks/t/decisions", {"choice_key": "k", "conclusion": "c", "rationale": "r",
-                                        "supports": [{"kind": "event", "task_name": "t", "seq": 9}]}),
-         422, "support_event_not_found"),
-        (("POST", "decisions/00000000-0000-0000-0000-000000000000/reject", {"reason": "x"}), 404,
-         "decision_not_found"),
+        (
+            ("POST", "tasks/t/decisions", {"choice_key": "k", "conclusion": "c", "rationale": "r", "supports": []}),
+            422,
+            "support_required",
+        ),
+        (
+            (
+                "POST",
+                "tasks/t/decisions",
+                {
+                    "choice_key": "k",
+                    "conclusion": "c",
+                    "rationale": "r",
+                    "supports": [{"kind": "event", "task_name": "t", "seq": 9}],
+                },
+            ),
+            422,
+            "support_event_not_found",
+        ),
+        (("POST", "decisions/00000000-0000-0000-0000-000000000000/reject", {"reason": "x"}), 404, "decision_not_found"),
         (("POST", "documents", {"key": "d", "text": "x"}), 200, None),
         (("POST", "documents", {"key": "d", "text": "y"}), 409, "document_exists"),
         (("PUT", "documents", {"key": "nope", "text": "y"}), 404, "document_not_found"),
@@ -140,29 +205,62 @@ def test_refused_writes_answer_the_seed_code_with_a_fitting_status(api: Api) -> 
         answer = ok(api.call(method, tail, body), status)
         assert answer["error"] == code, (tail, answer)
         assert answer["recorded"] is (code is None)
-    made = ok(api.call("POST", "tasks/t/decisions", {"choice_key": "k", "conclusion": "c", "rationale": "r",
-                                                     "supports": [{"kind": "event", "task_name": "t", "seq": 1}]}))
-    again = ok(api.call("POST", "tasks/t/decisions", {"choice_key": "k", "conclusion": "c2", "rationale": "r",
-                                                      "supports": [{"kind": "event", "task_name": "t", "seq": 1}]}),
-               409)
+    made = ok(
+        api.call(
+            "POST",
+            "tasks/t/decisions",
+            {
+                "choice_key": "k",
+                "conclusion": "c",
+                "rationale": "r",
+                "supports": [{"kind": "event", "task_name": "t", "seq": 1}],
+            },
+        )
+    )
+    again = ok(
+        api.call(
+            "POST",
+            "tasks/t/decisions",
+            {
+                "choice_key": "k",
+                "conclusion": "c2",
+                "rationale": "r",
+                "supports": [{"kind": "event", "task_name": "t", "seq": 1}],
+            },
+        ),
+        409,
+    )
     assert again["error"] == "choice_exists"
     did = made["decision"]["id"]
     ok(api.call("POST", f"decisions/{did}/reject", {"reason": "no"}))
     assert ok(api.call("POST", f"decisions/{did}/reject", {"reason": "no"}), 409)["error"] == "decision_not_active"
-    blank = ok(api.call("POST", f"decisions/{did}/supersede", {
-        "conclusion": "c", "rationale": "r", "explanation": " ",
-        "supports": [{"kind": "event", "task_name": "t", "seq": 1}]}), 422)
+    blank = ok(
+        api.call(
+            "POST",
+            f"decisions/{did}/supersede",
+            {
+                "conclusion": "c",
+                "rationale": "r",
+                "explanation": " ",
+                "supports": [{"kind": "event", "task_name": "t", "seq": 1}],
+            },
+        ),
+        422,
+    )
     assert blank["error"] == "explanation_required"
 
 
 def test_bad_input_is_422_with_the_field_and_the_reason_and_changes_nothing(api: Api) -> None:
     ok(api.call("POST", "tasks", {"name": "t", "goal": "g"}))
     headers = {"Authorization": f"Bearer {api.token}"}
-    broken = api.client.post(api.url("tasks/t/events"), "{not json", content_type="application/json",
-                             headers=headers)
+    broken = api.client.post(api.url("tasks/t/events"), "{not json", content_type="application/json", headers=headers)
     assert broken.status_code == 422 and broken.json()["detail"][0]["loc"] == ["body"]
-    for body, field in [({"kind": "shout", "payload": "x"}, "kind"), ({"kind": "note", "payload": 5}, "payload"),
-                        ({"kind": "note"}, "payload"), ({"kind": "note", "payload": "x", "extra": 1}, "extra")]:
+    for body, field in [
+        ({"kind": "shout", "payload": "x"}, "kind"),
+        ({"kind": "note", "payload": 5}, "payload"),
+        ({"kind": "note"}, "payload"),
+        ({"kind": "note", "payload": "x", "extra": 1}, "extra"),
+    ]:
         answer = ok(api.call("POST", "tasks/t/events", body), 422)
         assert field in answer["detail"][0]["loc"], (body, answer)
         assert answer["detail"][0]["msg"]
@@ -177,8 +275,14 @@ def test_bad_input_is_422_with_the_field_and_the_reason_and_changes_nothing(api:
 
 
 def test_reads_of_what_is_not_there_are_404(api: Api) -> None:
-    for tail in ("tasks/nope", "tasks/nope/events", "tasks/nope/events/1", "tasks/nope/decisions",
-                 "decisions/00000000-0000-0000-0000-000000000000", "decisions/not-a-uuid"):
+    for tail in (
+        "tasks/nope",
+        "tasks/nope/events",
+        "tasks/nope/events/1",
+        "tasks/nope/decisions",
+        "decisions/00000000-0000-0000-0000-000000000000",
+        "decisions/not-a-uuid",
+    ):
         assert api.call("GET", tail).status_code == 404, tail
     assert api.call("GET", "documents", key="nope").status_code == 404
     api.call("POST", "documents", {"key": "gone", "text": "soon deleted"})

@@ -14,7 +14,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
-    content_type_conformance, response_schema_conformance, status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
 )
 
 from core.stores import GraphStore
@@ -52,6 +54,7 @@ def test_no_input_gets_a_5xx_or_an_answer_outside_the_schema(case: Any, fuzzed: 
     if case.path_parameters and "project" in case.path_parameters:
         case.path_parameters["project"] = fuzzed["project"]  # the token's project: reach the operation itself
     case.call_and_validate(
-        base_url=fuzzed["url"], headers={"Authorization": f"Bearer {fuzzed['token']}"},
+        base_url=fuzzed["url"],
+        headers={"Authorization": f"Bearer {fuzzed['token']}"},
         checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
     )

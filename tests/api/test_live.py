@@ -32,13 +32,17 @@ def live_api(store: GraphStore, transactional_db: None, live_server: Any) -> Ite
     shared._store = before
 
 
-@pytest.mark.parametrize("case", [
-    test_endpoints.test_tasks_events_and_steps_round_trip,
-    test_endpoints.test_documents_evidence_decisions_and_review_round_trip,
-    test_endpoints.test_refused_writes_answer_the_seed_code_with_a_fitting_status,
-    test_endpoints.test_bad_input_is_422_with_the_field_and_the_reason_and_changes_nothing,
-    test_endpoints.test_reads_of_what_is_not_there_are_404,
-], ids=lambda f: f.__name__.removeprefix("test_"))
+@pytest.mark.parametrize(
+    "case",
+    [
+        test_endpoints.test_tasks_events_and_steps_round_trip,
+        test_endpoints.test_documents_evidence_decisions_and_review_round_trip,
+        test_endpoints.test_refused_writes_answer_the_seed_code_with_a_fitting_status,
+        test_endpoints.test_bad_input_is_422_with_the_field_and_the_reason_and_changes_nothing,
+        test_endpoints.test_reads_of_what_is_not_there_are_404,
+    ],
+    ids=lambda f: f.__name__.removeprefix("test_"),
+)
 def test_every_endpoint_through_a_live_server(live_api: Api, case: Any) -> None:
     case(live_api)
 
@@ -57,8 +61,7 @@ def test_concurrent_retries_with_one_key_record_once(live_api: Api) -> None:
     history = ConversationHistory(live_api.store, project_id=live_api.project, agent_id="audit")
     assert history.get_task("t").view.last_event_seq == 1
     other = live_api.call("POST", "tasks/t/events", {**body, "payload": "another answer"}, idem="retry-1")
-    assert other.status_code == 409 and other.json() == {"recorded": False, "error": "request_id_reused",
-                                                         "event": None}
+    assert other.status_code == 409 and other.json() == {"recorded": False, "error": "request_id_reused", "event": None}
 
 
 def test_concurrent_retries_of_a_keyed_batch_record_it_once(live_api: Api) -> None:

@@ -56,7 +56,7 @@ def mcp_url(store: GraphStore, transactional_db: None, live_server: Any) -> Iter
 @asynccontextmanager
 async def connected(url: str, headers: dict[str, str]) -> AsyncIterator[ClientSession]:
     """An initialised MCP client session over streamable HTTP."""
-    async with httpx.AsyncClient(headers=headers, timeout=30) as http:
+    async with httpx.AsyncClient(headers=headers, timeout=30) as http:  # noqa: SIM117 (three layers, each its own resource)
         async with streamable_http_client(url, http_client=http) as (read, write, _):
             async with ClientSession(read, write) as session:
                 await session.initialize()
@@ -75,22 +75,51 @@ def test_an_mcp_session_records_and_reads_back(mcp_url: tuple[str, str, str], st
         async with connected(url, {"Authorization": f"Bearer {token}"}) as s:
             tools = {t.name for t in (await s.list_tools()).tools}
             assert {"create_task", "record_event", "record_decision", "get_task"} <= tools
-            made = result(await s.call_tool("create_task", {"project": project, "name": "plan",
-                                                            "goal": "Plan the release"}))
-            event = result(await s.call_tool("record_event", {"project": project, "task_name": "plan",
-                                                              "kind": "message", "role": "user",
-                                                              "payload": "Ship on Friday?"}))
-            decision = result(await s.call_tool("record_decision", {
-                "project": project, "task_name": "plan", "choice_key": "ship-day", "conclusion": "Friday",
-                "rationale": "The user asked.", "supports": [{"kind": "event", "task_name": "plan", "seq": 1}]}))
-            again = result(await s.call_tool("create_task", {"project": project, "name": "plan",
-                                                             "goal": "Another goal"}))
+            made = result(
+                await s.call_tool("create_task", {"project": project, "name": "plan", "goal": "Plan the release"})
+            )
+            event = result(
+                await s.call_tool(
+                    "record_event",
+                    {
+                        "project": project,
+                        "task_name": "plan",
+                        "kind": "message",
+                        "role": "user",
+                        "payload": "Ship on Friday?",
+                    },
+                )
+            )
+            decision = result(
+                await s.call_tool(
+                    "record_decision",
+                    {
+                        "project": project,
+                        "task_name": "plan",
+                        "choice_key": "ship-day",
+                        "conclusion": "Friday",
+                        "rationale": "The user asked.",
+                        "supports": [{"kind": "event", "task_name": "plan", "seq": 1}],
+                    },
+                )
+            )
+            again = result(
+                await s.call_tool("create_task", {"project": project, "name": "plan", "goal": "Another goal"})
+            )
             view = result(await s.call_tool("get_task", {"project": project, "name": "plan"}))
             events = result(await s.call_tool("list_events", {"project": project, "task_name": "plan"}))
-            read = result(await s.call_tool("get_decision", {"project": project,
-                                                             "decision_id": decision["decision"]["id"]}))
-            return {"made": made, "event": event, "decision": decision, "again": again, "view": view,
-                    "events": events, "read": read}
+            read = result(
+                await s.call_tool("get_decision", {"project": project, "decision_id": decision["decision"]["id"]})
+            )
+            return {
+                "made": made,
+                "event": event,
+                "decision": decision,
+                "again": again,
+                "view": view,
+                "events": events,
+                "read": read,
+            }
 
     out = anyio.run(session)
     assert out["made"]["recorded"] and out["event"]["event"]["seq"] == 1

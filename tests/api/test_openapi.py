@@ -13,8 +13,12 @@ from core.history import ConversationHistory
 from core.knowledge import Graph
 
 #: Operations with no single core method of their name (what they call instead).
-NOT_CORE_NAMES = {"record_events": "load_events or record_event", "add_document": "Graph.add",
-                  "update_document": "Graph.update", "delete_document": "Graph.delete"}
+NOT_CORE_NAMES = {
+    "record_events": "load_events or record_event",
+    "add_document": "Graph.add",
+    "update_document": "Graph.update",
+    "delete_document": "Graph.delete",
+}
 
 
 def test_the_openapi_document_is_valid_openapi_3_1(db: None) -> None:

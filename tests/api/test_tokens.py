@@ -23,9 +23,12 @@ def test_a_token_of_another_project_sees_nothing_there(api: Api) -> None:
     api.call("POST", "tasks", {"name": "t", "goal": "g"})
     other = "api-other-" + uuid.uuid4().hex[:6]
     _, foreign = create_token(project_id=other, name="foreign", agent_id="foreign")
-    for method, tail, body in [("GET", "tasks/t", None), ("GET", "review", None),
-                               ("POST", "tasks/t/events", {"kind": "note", "payload": "x"}),
-                               ("POST", "tasks", {"name": "u", "goal": "g"})]:
+    for method, tail, body in [
+        ("GET", "tasks/t", None),
+        ("GET", "review", None),
+        ("POST", "tasks/t/events", {"kind": "note", "payload": "x"}),
+        ("POST", "tasks", {"name": "u", "goal": "g"}),
+    ]:
         assert api.call(method, tail, body, token=foreign).status_code == 404, tail
     # and the project's own token sees nothing of the other project
     assert api.call("GET", "tasks", project=other).status_code == 404
@@ -45,9 +48,12 @@ def test_revoked_missing_and_forged_tokens_are_401(api: Api) -> None:
 
 def test_an_automation_token_reads_and_reviews_but_records_no_work(api: Api) -> None:
     api.call("POST", "tasks", {"name": "t", "goal": "g"})
-    for tail, body in [("tasks/t/events", {"kind": "note", "payload": "x"}),
-                       ("tasks/t/events/batch", {"events": [{"kind": "note", "payload": "x"}]}),
-                       ("tasks", {"name": "u", "goal": "g"}), ("documents", {"key": "d", "text": "x"})]:
+    for tail, body in [
+        ("tasks/t/events", {"kind": "note", "payload": "x"}),
+        ("tasks/t/events/batch", {"events": [{"kind": "note", "payload": "x"}]}),
+        ("tasks", {"name": "u", "goal": "g"}),
+        ("documents", {"key": "d", "text": "x"}),
+    ]:
         assert api.call("POST", tail, body, token=api.review_token).status_code == 403, tail
     assert api.call("GET", "tasks/t", token=api.review_token).json()["last_event_seq"] == 0
     assert api.call("POST", "review/continue", {}, token=api.review_token).status_code == 200
@@ -106,8 +112,20 @@ def test_a_store_that_is_down_is_503_with_retry_after(api: Api) -> None:
 
 def test_the_command_creates_lists_and_revokes_tokens(db: None) -> None:
     out, err = io.StringIO(), io.StringIO()
-    call_command("api_token", "create", "--project", "acme", "--name", "nightly", "--agent-id", "night-bot",
-                 "--role", "automation", stdout=out, stderr=err)
+    call_command(
+        "api_token",
+        "create",
+        "--project",
+        "acme",
+        "--name",
+        "nightly",
+        "--agent-id",
+        "night-bot",
+        "--role",
+        "automation",
+        stdout=out,
+        stderr=err,
+    )
     token = out.getvalue().strip()
     record = find_token(token)
     assert record is not None and record.role == "automation" and record.agent_id == "night-bot"
@@ -120,8 +138,18 @@ def test_the_command_creates_lists_and_revokes_tokens(db: None) -> None:
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError):  # one token per agent id in a project
-        call_command("api_token", "create", "--project", "acme", "--name", "again", "--agent-id", "night-bot",
-                     stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "api_token",
+            "create",
+            "--project",
+            "acme",
+            "--name",
+            "again",
+            "--agent-id",
+            "night-bot",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
 
 
 def _page(client: Client, project: str) -> Any:
@@ -132,8 +160,9 @@ def test_stewards_make_and_revoke_tokens_on_the_tokens_page(as_: Any, story: Any
     steward = as_("steward")
     page = _page(steward, story.project)
     assert page.status_code == 200 and b"No tokens yet" in page.content
-    made = steward.post(f"/p/{story.project}/tokens/", {"name": "planner <b>bot</b>", "agent_id": "planner-1",
-                                                        "role": "agent"})
+    made = steward.post(
+        f"/p/{story.project}/tokens/", {"name": "planner <b>bot</b>", "agent_id": "planner-1", "role": "agent"}
+    )
     assert made.status_code == 200 and "no-store" in made["Cache-Control"]
     token = made.content.decode().split('<code id="new-token">')[1].split("</code>")[0]
     record = find_token(token)

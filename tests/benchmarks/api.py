@@ -70,13 +70,24 @@ class Server:
     def __init__(self, store_url: str) -> None:
         self.data = tempfile.mkdtemp(prefix="reviewer-bench-api-")
         self.port = free_port()
-        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "reviewer.settings", "REVIEWER_DATA_DIR": self.data,
-                    "REVIEWER_STORE_URL": store_url, "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex,
-                    "DJANGO_SECURE_SSL_REDIRECT": "0", "REVIEWER_API_RATE": "100000000",
-                    "REVIEWER_LOG_LEVEL": "WARNING"}
+        self.env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "reviewer.settings",
+            "REVIEWER_DATA_DIR": self.data,
+            "REVIEWER_STORE_URL": store_url,
+            "DJANGO_SECRET_KEY": "bench-" + uuid.uuid4().hex,
+            "DJANGO_SECURE_SSL_REDIRECT": "0",
+            "REVIEWER_API_RATE": "100000000",
+            "REVIEWER_LOG_LEVEL": "WARNING",
+        }
         self.manage("migrate", "-v", "0")
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, str(self.port)], cwd=ROOT, env=self.env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", SERVER, str(self.port)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.time() + 60
         while time.time() < deadline:
             try:
@@ -87,15 +98,22 @@ class Server:
         raise SystemExit("the server did not start")
 
     def manage(self, *args: str) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
-                              text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, check=True
+        )
         return done.stdout.strip()
 
     def token(self, project: str, agent: str) -> str:
         return self.manage("api_token", "create", "--project", project, "--name", agent, "--agent-id", agent)
 
-    def request(self, method: str, path: str, body: Any = None, token: str | None = None,
-                conn: http.client.HTTPConnection | None = None) -> tuple[int, Any]:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        token: str | None = None,
+        conn: http.client.HTTPConnection | None = None,
+    ) -> tuple[int, Any]:
         own = conn is None
         conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         headers = {"Content-Type": "application/json"}
@@ -121,8 +139,13 @@ def over_http(server: Server, project: str, tokens: list[str], per_agent: int) -
         path = f"/api/v1/projects/{project}/tasks/agent-{n}/events"
         for i in range(per_agent):
             start = time.perf_counter()
-            status, _ = server.request("POST", path, {"kind": "tool_result", "name": "search",
-                                                      "payload": f"agent {n} result {i} " * 8}, tokens[n], conn)
+            status, _ = server.request(
+                "POST",
+                path,
+                {"kind": "tool_result", "name": "search", "payload": f"agent {n} result {i} " * 8},
+                tokens[n],
+                conn,
+            )
             latencies[n].append((time.perf_counter() - start) * 1000)
             assert status == 200, status
         conn.close()
@@ -171,10 +194,20 @@ def load_queue(store: GraphStore, project: str, decisions: int) -> None:
     for first in range(0, decisions, batch):
         items = []
         for i in range(first, min(decisions, first + batch)):
-            support = ({"kind": "document", "evidence_id": evidence} if i % 10 == 0
-                       else {"kind": "event", "task_name": "queue", "seq": 1})
-            items.append({"task_name": "queue", "choice_key": f"c{i:06d}", "conclusion": "x", "rationale": "r",
-                          "supports": [support]})
+            support = (
+                {"kind": "document", "evidence_id": evidence}
+                if i % 10 == 0
+                else {"kind": "event", "task_name": "queue", "seq": 1}
+            )
+            items.append(
+                {
+                    "task_name": "queue",
+                    "choice_key": f"c{i:06d}",
+                    "conclusion": "x",
+                    "rationale": "r",
+                    "supports": [support],
+                }
+            )
         traces.load_decisions(items)
     graph.update("doc", "Changed. " * 10)  # flags a tenth of them
 
@@ -196,12 +229,15 @@ def bench(store: GraphStore, url: str, events: int, agents: int, decisions: int)
         rows.append(("floor: GET /healthz over HTTP, p50", f"{http_floor:.3f} ms", f"{http_floor / floor:.1f}x"))
         lib_rate, lib_lat = in_library(store, project, agents, per_agent)
         http_rate, http_lat = over_http(server, project, tokens, per_agent)
-        for label, rate, lat in ((f"record_event, library, {agents} agents", lib_rate, lib_lat),
-                                 (f"record_event, HTTP, {agents} agents", http_rate, http_lat)):
+        for label, rate, lat in (
+            (f"record_event, library, {agents} agents", lib_rate, lib_lat),
+            (f"record_event, HTTP, {agents} agents", http_rate, http_lat),
+        ):
             p50, p95 = percentiles(lat)
             rows.append((label, f"{rate:,.0f} /s", f"{rate / lib_rate:.2f}x the library's rate"))
-            rows.append((label + ", p50 / p95", f"{p50:.2f} / {p95:.2f} ms",
-                         f"{p50 / floor:.1f}x / {p95 / floor:.1f}x floor"))
+            rows.append(
+                (label + ", p50 / p95", f"{p50:.2f} / {p95:.2f} ms", f"{p50 / floor:.1f}x / {p95 / floor:.1f}x floor")
+            )
         if decisions:
             load_queue(store, project, decisions)
             token = tokens[0]
@@ -209,8 +245,13 @@ def bench(store: GraphStore, url: str, events: int, agents: int, decisions: int)
             status, first = server.request("GET", path, token=token, conn=conn)
             assert status == 200 and first["count"] >= decisions // 10, (status, first and first.get("count"))
             p50, p95 = percentiles(timed(lambda: server.request("GET", path, token=token, conn=conn), 200))
-            rows.append((f"review queue over HTTP ({decisions:,} decisions, {first['count']:,} flagged), p50 / p95",
-                         f"{p50:.2f} / {p95:.2f} ms", f"{p50 / floor:.1f}x / {p95 / floor:.1f}x floor"))
+            rows.append(
+                (
+                    f"review queue over HTTP ({decisions:,} decisions, {first['count']:,} flagged), p50 / p95",
+                    f"{p50:.2f} / {p95:.2f} ms",
+                    f"{p50 / floor:.1f}x / {p95 / floor:.1f}x floor",
+                )
+            )
         conn.close()
     finally:
         server.stop()

@@ -29,12 +29,35 @@ from .conftest import PASSWORD, Story
 ROOT = Path(__file__).resolve().parents[2]
 
 # Pages anyone may read once logged in (login/logout/healthz need no login).
-PAGES = {"home", "healthz", "login", "logout", "overview", "queue", "decision", "conflicts", "tasks", "task",
-         "events", "document", "activity"}
+PAGES = {
+    "home",
+    "healthz",
+    "login",
+    "logout",
+    "overview",
+    "queue",
+    "decision",
+    "conflicts",
+    "tasks",
+    "task",
+    "events",
+    "document",
+    "activity",
+}
 # Actions, with the least role that may take them.
-ACTIONS = {"reaffirm": "reviewer", "supersede": "reviewer", "reject": "reviewer", "queue_act": "reviewer",
-           "group": "reviewer", "cite_instead": "reviewer", "sweep": "steward", "redact": "steward",
-           "delete_task": "steward", "tokens": "steward", "revoke_token": "steward"}
+ACTIONS = {
+    "reaffirm": "reviewer",
+    "supersede": "reviewer",
+    "reject": "reviewer",
+    "queue_act": "reviewer",
+    "group": "reviewer",
+    "cite_instead": "reviewer",
+    "sweep": "steward",
+    "redact": "steward",
+    "delete_task": "steward",
+    "tokens": "steward",
+    "revoke_token": "steward",
+}
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
 
@@ -47,25 +70,46 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
     project = {"project": story.project}
     if name in ("reaffirm", "supersede", "reject"):
         url = reverse(name, kwargs={**project, "decision_id": story.moved})
-        data = {"request_id": f"sec-{name}", "explanation": "Still holds.", "reason": "Wrong call.",
-                "conclusion": "Postgres, again", "rationale": "The ADR still says so.",
-                "add": "event choose-db 1", "doc-0": "drop", "confirm_drop": "on"}
+        data = {
+            "request_id": f"sec-{name}",
+            "explanation": "Still holds.",
+            "reason": "Wrong call.",
+            "conclusion": "Postgres, again",
+            "rationale": "The ADR still says so.",
+            "add": "event choose-db 1",
+            "doc-0": "drop",
+            "confirm_drop": "on",
+        }
         return url, data
     if name == "queue_act":
         url = reverse(name, kwargs={**project, "decision_id": story.moved, "action": "reaffirm"})
         return url, {"request_id": "sec-flow", "explanation": "Still holds.", "cause": "", "filters": ""}
     if name == "group":
-        return reverse(name, kwargs=project), {"cause": "document:adr:2", "action": "reaffirm", "confirm": "on",
-                                                "request_id": "sec-group", "decision": story.moved}
+        return reverse(name, kwargs=project), {
+            "cause": "document:adr:2",
+            "action": "reaffirm",
+            "confirm": "on",
+            "request_id": "sec-group",
+            "decision": story.moved,
+        }
     if name == "cite_instead":  # the story has no dependant: test_views_workbench.py acts on one
         url = reverse(name, kwargs={**project, "decision_id": story.xss})
         return url, {"request_id": "sec-cite", "old": story.clear, "new": story.moved, "explanation": "swap"}
     if name == "redact":
-        return reverse(name, kwargs=project), {"event_id": story.event_id, "reason": "personal data",
-                                                "confirm": "on", "request_id": "sec-redact"}
+        return reverse(name, kwargs=project), {
+            "event_id": story.event_id,
+            "reason": "personal data",
+            "confirm": "on",
+            "request_id": "sec-redact",
+        }
     if name == "delete_task":
-        return reverse(name, kwargs=project), {"name": "on-call", "reason": "test task", "confirm": "on",
-                                                "include_decisions": "on", "request_id": "sec-delete"}
+        return reverse(name, kwargs=project), {
+            "name": "on-call",
+            "reason": "test task",
+            "confirm": "on",
+            "include_decisions": "on",
+            "request_id": "sec-delete",
+        }
     if name == "tokens":
         return reverse(name, kwargs=project), {"name": "sweep bot", "agent_id": "sweep-bot", "role": "agent"}
     if name == "revoke_token":
@@ -82,8 +126,13 @@ def _token(story: Story) -> ApiToken:
 def state(story: Story) -> tuple[Any, ...]:
     """Everything a person's action could change, read through the core (and
     the project's API tokens)."""
-    tokens = tuple(ApiToken.objects.filter(project_id=story.project).values_list("agent_id", "revoked_at")
-                   .order_by("agent_id")) if _token(story) else ()
+    tokens = (
+        tuple(
+            ApiToken.objects.filter(project_id=story.project).values_list("agent_id", "revoked_at").order_by("agent_id")
+        )
+        if _token(story)
+        else ()
+    )
     store = get_store()
     traces = DecisionTraces(store, project_id=story.project, agent_id="audit")
     history = ConversationHistory(store, project_id=story.project, agent_id="audit")
@@ -159,10 +208,20 @@ def test_a_forged_post_without_csrf_is_refused_for_every_action(story: Story, pe
 
 def test_manage_check_deploy_is_clean_in_production_settings(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REVIEWER_"))}
-    env.update(DJANGO_SETTINGS_MODULE="reviewer.settings", REVIEWER_DATA_DIR=str(tmp_path),
-               DJANGO_SECRET_KEY="k" + os.urandom(40).hex(), DJANGO_ALLOWED_HOSTS="reviewer.example.org")
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    env.update(
+        DJANGO_SETTINGS_MODULE="reviewer.settings",
+        REVIEWER_DATA_DIR=str(tmp_path),
+        DJANGO_SECRET_KEY="k" + os.urandom(40).hex(),
+        DJANGO_ALLOWED_HOSTS="reviewer.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -170,8 +229,9 @@ def test_manage_check_deploy_is_clean_in_production_settings(tmp_path: Path) -> 
 def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REVIEWER_"))}
     env.update(DJANGO_SETTINGS_MODULE="reviewer.settings", REVIEWER_DATA_DIR=str(tmp_path))
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode != 0 and "DJANGO_SECRET_KEY is not set" in result.stderr
 
 
@@ -206,27 +266,58 @@ def test_no_password_or_secret_reaches_logs_or_pages(
 #: Each API operation (its operationId, the core method's name) and its audience: ``read`` (any token
 #: of the project), ``record`` (agent tokens only), ``review`` (agent and automation tokens).
 API_OPERATIONS = {
-    "list_tasks": "read", "get_task": "read", "list_events": "read", "fetch_event": "read", "list_steps": "read",
-    "list_decisions": "read", "get_decision": "read", "list_support_history": "read", "list_revisions": "read",
-    "list_decisions_for_review": "read", "review_counts": "read", "list_conflicts": "read",
-    "search_decisions": "read", "get_document": "read", "list_versions": "read", "fetch": "read",
+    "list_tasks": "read",
+    "get_task": "read",
+    "list_events": "read",
+    "fetch_event": "read",
+    "list_steps": "read",
+    "list_decisions": "read",
+    "get_decision": "read",
+    "list_support_history": "read",
+    "list_revisions": "read",
+    "list_decisions_for_review": "read",
+    "review_counts": "read",
+    "list_conflicts": "read",
+    "search_decisions": "read",
+    "get_document": "read",
+    "list_versions": "read",
+    "fetch": "read",
     "span_evidence_id": "read",
-    "create_task": "record", "record_event": "record", "record_events": "record", "set_step": "record",
-    "record_decision": "record", "add_document": "record", "update_document": "record",
+    "create_task": "record",
+    "record_event": "record",
+    "record_events": "record",
+    "set_step": "record",
+    "record_decision": "record",
+    "add_document": "record",
+    "update_document": "record",
     "delete_document": "record",
-    "supersede_decision": "review", "reject_decision": "review", "reaffirm_decision": "review",
+    "supersede_decision": "review",
+    "reject_decision": "review",
+    "reaffirm_decision": "review",
     "continue_decision_review": "review",
 }
 API_BODIES = {
-    "create_task": {"name": "api-task", "goal": "g"}, "record_event": {"kind": "note", "payload": "x"},
+    "create_task": {"name": "api-task", "goal": "g"},
+    "record_event": {"kind": "note", "payload": "x"},
     "record_events": {"events": [{"kind": "note", "payload": "x"}]},
     "set_step": {"state": "completed"},
-    "record_decision": {"choice_key": "k", "conclusion": "c", "rationale": "r",
-                        "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]},
-    "add_document": {"key": "new-doc", "text": "x"}, "update_document": {"key": "adr", "text": "x"},
-    "supersede_decision": {"conclusion": "c", "rationale": "r", "explanation": "e",
-                           "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}]},
-    "reject_decision": {"reason": "no"}, "reaffirm_decision": {}, "continue_decision_review": {},
+    "record_decision": {
+        "choice_key": "k",
+        "conclusion": "c",
+        "rationale": "r",
+        "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    },
+    "add_document": {"key": "new-doc", "text": "x"},
+    "update_document": {"key": "adr", "text": "x"},
+    "supersede_decision": {
+        "conclusion": "c",
+        "rationale": "r",
+        "explanation": "e",
+        "supports": [{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    },
+    "reject_decision": {"reason": "no"},
+    "reaffirm_decision": {},
+    "continue_decision_review": {},
     "span_evidence_id": {"key": "adr", "char_start": 0, "char_end": 3},
 }
 API_QUERY = {"key": "adr", "q": "Postgres", "evidence_id": "x"}
@@ -240,8 +331,11 @@ def api_operations(story: Story) -> list[tuple[str, str, str, dict[str, Any]]]:
     found = []
     for path, item in api.get_openapi_schema()["paths"].items():
         for method, op in item.items():
-            query = {p["name"]: API_QUERY[p["name"]] for p in op.get("parameters", [])
-                     if p["in"] == "query" and p.get("required")}
+            query = {
+                p["name"]: API_QUERY[p["name"]]
+                for p in op.get("parameters", [])
+                if p["in"] == "query" and p.get("required")
+            }
             found.append((op["operationId"], method.upper(), path.format(**values), query))
     return found
 
@@ -249,14 +343,18 @@ def api_operations(story: Story) -> list[tuple[str, str, str, dict[str, Any]]]:
 def call_api(client: Client, method: str, url: str, query: dict[str, Any], body: Any, token: str | None) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if method in ("GET", "DELETE"):
-        return getattr(client, method.lower())(url, query, headers=headers) if method == "GET" else \
-            client.delete(url + "?" + "&".join(f"{k}={v}" for k, v in query.items()), headers=headers)
+        return (
+            getattr(client, method.lower())(url, query, headers=headers)
+            if method == "GET"
+            else client.delete(url + "?" + "&".join(f"{k}={v}" for k, v in query.items()), headers=headers)
+        )
     return getattr(client, method.lower())(url, body or {}, content_type="application/json", headers=headers)
 
 
 def test_every_api_operation_has_a_declared_audience(story: Story) -> None:
-    assert {op for op, *_ in api_operations(story)} == set(API_OPERATIONS), \
+    assert {op for op, *_ in api_operations(story)} == set(API_OPERATIONS), (
         "a new API operation needs a place in API_OPERATIONS"
+    )
 
 
 def test_every_api_operation_refuses_those_it_is_not_for_and_changes_nothing(story: Story, db: None) -> None:

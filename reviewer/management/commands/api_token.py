@@ -26,8 +26,9 @@ class Command(BaseCommand):
         parser.add_argument("--agent-id", help="create: the author of what it writes; revoke: whose token")
         parser.add_argument("--role", choices=[ApiToken.AGENT, ApiToken.AUTOMATION], default=ApiToken.AGENT)
 
-    def handle(self, *args: Any, action: str, project: str, name: str | None, agent_id: str | None, role: str,
-               **options: Any) -> None:
+    def handle(
+        self, *args: Any, action: str, project: str, name: str | None, agent_id: str | None, role: str, **options: Any
+    ) -> None:
         if action == "create":
             if not name or not agent_id:
                 raise CommandError("create needs --name and --agent-id")
@@ -35,8 +36,9 @@ class Command(BaseCommand):
                 record, token = create_token(project_id=project, name=name, agent_id=agent_id, role=role)
             except TokenError as exc:
                 raise CommandError(str(exc)) from None
-            self.stderr.write(f"token {record.name!r} for agent {record.agent_id!r} in {project} "
-                              f"({record.role}); shown once:")
+            self.stderr.write(
+                f"token {record.name!r} for agent {record.agent_id!r} in {project} ({record.role}); shown once:"
+            )
             self.stdout.write(token)
         elif action == "list":
             for t in ApiToken.objects.filter(project_id=project).order_by("name"):
