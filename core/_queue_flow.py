@@ -138,8 +138,10 @@ class QueueFlowViews:
             if isinstance(s, DocumentSupport):
                 if v.state == "removed":
                     return f"{s.document_key} was deleted"
-                return f"the cited passage of {s.document_key} changed (version {s.recorded_activation_seq} → "\
-                       f"{v.current_version})"
+                return (
+                    f"the cited passage of {s.document_key} changed (version {s.recorded_activation_seq} → "
+                    f"{v.current_version})"
+                )
             if isinstance(s, EventSupport):
                 return f"event #{s.seq} of {s.task_name} was {'redacted' if v.state == 'redacted' else 'removed'}"
             dep = v.decision
@@ -182,8 +184,14 @@ class QueueFlowViews:
             items = [GroupItem(decision=d, reaffirm_refusal=self.reaffirm_refusal(d, queued=q)) for d, q in decisions]
         finally:
             self.graph = real
-        return GroupReview(cause=cause, label=self.cause_labels([cause])[cause], action=action, items=items,
-                           count=count, truncated=len(rows) > self.GROUP_SHOWN)
+        return GroupReview(
+            cause=cause,
+            label=self.cause_labels([cause])[cause],
+            action=action,
+            items=items,
+            count=count,
+            truncated=len(rows) > self.GROUP_SHOWN,
+        )
 
     def next_in_group(self, decision_id: str, cause: str) -> str | None:
         """The open decision after ``decision_id`` in its root-cause group
@@ -210,8 +218,15 @@ class QueueFlowViews:
                 return None
             width *= 64
 
-    def queue_progress(self, cause: str | None, *, group_total: int = 0, filters: dict[str, str] | None = None,
-                       next_id: str | None = None, counts: dict[str, int] | None = None) -> QueueProgress:
+    def queue_progress(
+        self,
+        cause: str | None,
+        *,
+        group_total: int = 0,
+        filters: dict[str, str] | None = None,
+        next_id: str | None = None,
+        counts: dict[str, int] | None = None,
+    ) -> QueueProgress:
         """The line "3 of 8 in this group, 5 left in the queue": ``group_total``
         is the group's size when the page was read (carried by its forms), so
         the position counts what was settled since, by anyone."""
@@ -219,20 +234,28 @@ class QueueFlowViews:
         if cause is not None:
             where, params = self._flow_where(cause=cause)
             left_in_group = self.store.read(
-                self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
+                self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params
+            )[0]["n"]
         total = max(group_total, left_in_group)
         f = filters or {}
         if counts is not None and not f:
             left = counts["needs_review"] + counts["unknown"]
         else:
-            left = self.queue_count(task=f.get("task"), reason=f.get("reason"), state=f.get("state"),
-                                    cause=f.get("cause"))
+            left = self.queue_count(
+                task=f.get("task"), reason=f.get("reason"), state=f.get("state"), cause=f.get("cause")
+            )
         # where the next decision stands in the group as the page showed it:
         # what was settled since, and what is still open before it
         ahead = self._open_before(next_id, cause) if next_id and cause is not None else 0
         position = min(total, total - left_in_group + ahead + 1) if left_in_group else total
-        return QueueProgress(cause=cause, position=position, group_total=total, group_left=left_in_group,
-                             queue_left=left, next_id=next_id)
+        return QueueProgress(
+            cause=cause,
+            position=position,
+            group_total=total,
+            group_left=left_in_group,
+            queue_left=left,
+            next_id=next_id,
+        )
 
     def _open_before(self, decision_id: str, cause: str) -> int:
         """How many open decisions of the group stand before ``decision_id``
@@ -253,7 +276,7 @@ class QueueFlowViews:
         """How many open decisions each root cause ("" for none) holds now."""
         if not causes:
             return {}
-        sizes = {cause: 0 for cause in causes}
+        sizes = dict.fromkeys(causes, 0)
         named = [cause for cause in causes if cause]
         if named:  # each through the root-cause index
             rows = self.store.read(
@@ -267,8 +290,9 @@ class QueueFlowViews:
             sizes[""] = self._count(*self._flow_where(cause=""))
         return sizes
 
-    def queue_count(self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
-                    cause: str | None = None) -> int:
+    def queue_count(
+        self, *, task: str | None = None, reason: str | None = None, state: str | None = None, cause: str | None = None
+    ) -> int:
         """How many decisions the queue holds with these filters (the task
         matched like the Tasks page: name contains, any case)."""
         if not (task or reason or state or cause):
@@ -278,8 +302,14 @@ class QueueFlowViews:
         return self._count(where, params)
 
     def queue_page_matching(
-        self, *, task: str, reason: str | None = None, state: str | None = None, cause: str | None = None,
-        page: int = 1, page_size: int = 20,
+        self,
+        *,
+        task: str,
+        reason: str | None = None,
+        state: str | None = None,
+        cause: str | None = None,
+        page: int = 1,
+        page_size: int = 20,
     ) -> QueuePage:
         """``queue_page`` with the task matched like the Tasks page: every
         task whose name contains ``task``, any case."""
@@ -296,12 +326,16 @@ class QueueFlowViews:
             where = where.replace("toLower(d.task_name) CONTAINS toLower($task)", "d.task_id IN $tids")
             params["tids"] = [c.task_id(self.project_id, t.name) for t in tasks]
         count = self._count(where, params)
-        rows = self.store.read(
-            self.project_id,
-            f"MATCH (d:Decision) WHERE {where} WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n "
-            f"RETURN {_DECISION_FIELDS}, coalesce(d.root_cause, '') AS cause",
-            {**params, "skip": (page - 1) * page_size, "n": page_size},
-        ) if count else []
+        rows = (
+            self.store.read(
+                self.project_id,
+                f"MATCH (d:Decision) WHERE {where} WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n "
+                f"RETURN {_DECISION_FIELDS}, coalesce(d.root_cause, '') AS cause",
+                {**params, "skip": (page - 1) * page_size, "n": page_size},
+            )
+            if count
+            else []
+        )
         groups: list[tuple[str, list[Decision]]] = []
         for r in rows:
             d = _decision(r)
@@ -311,16 +345,26 @@ class QueueFlowViews:
                 groups.append((r["cause"], [d]))
         decisions = [d for _, ds in groups for d in ds]
         filters = {k: v for k, v in (("task", task), ("reason", reason), ("state", state), ("cause", cause)) if v}
-        result = DecisionReviewList(decisions=decisions, count=count,
-                                    truncated=(page - 1) * page_size + len(decisions) < count)
-        return QueuePage(result=result, groups=groups, filters=filters, page=page,
-                         pages=max(1, -(-count // page_size)), counts=self.traces.review_counts())
+        result = DecisionReviewList(
+            decisions=decisions, count=count, truncated=(page - 1) * page_size + len(decisions) < count
+        )
+        return QueuePage(
+            result=result,
+            groups=groups,
+            filters=filters,
+            page=page,
+            pages=max(1, -(-count // page_size)),
+            counts=self.traces.review_counts(),
+        )
 
     def _count(self, where: str, params: dict[str, Any]) -> int:
-        return self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0]["n"]
+        return self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0][
+            "n"
+        ]
 
-    def _flow_where(self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
-                    cause: str | None = None) -> tuple[str, dict[str, Any]]:
+    def _flow_where(
+        self, *, task: str | None = None, reason: str | None = None, state: str | None = None, cause: str | None = None
+    ) -> tuple[str, dict[str, Any]]:
         where = ["d.review_open = true"] + ([] if self.store.graph_per_project else ["d.project_id = $p"])
         params: dict[str, Any] = {"p": self.project_id}
         if task:
@@ -367,7 +411,8 @@ class QueueFlowViews:
         if olds:
             rows = self.store.read(
                 self.project_id,
-                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.superseded_by AS new", {"ids": olds},
+                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.superseded_by AS new",
+                {"ids": olds},
             )
             new = {r["id"]: r["new"] for r in rows if r["new"]}
             for e in entries:
@@ -380,10 +425,13 @@ class QueueFlowViews:
         ones citing it, as ``redact_event`` finds them (up to ``CITERS_SHOWN``)."""
         if not c.is_uuid(event_id):
             return []
-        return [_decision(r) for r in self.store.read(
-            self.project_id,
-            "MATCH (e:Event {id: $id}) WHERE e.project_id = $p WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) "
-            f"WHERE d.status = 'active' WITH DISTINCT d ORDER BY d.choice_key, d.task_name LIMIT {self.CITERS_SHOWN} "
-            f"RETURN {_DECISION_FIELDS}",
-            {"id": str(event_id).lower(), "p": self.project_id},
-        )]
+        return [
+            _decision(r)
+            for r in self.store.read(
+                self.project_id,
+                "MATCH (e:Event {id: $id}) WHERE e.project_id = $p WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) "
+                f"WHERE d.status = 'active' WITH DISTINCT d ORDER BY d.choice_key, d.task_name LIMIT {self.CITERS_SHOWN} "
+                f"RETURN {_DECISION_FIELDS}",
+                {"id": str(event_id).lower(), "p": self.project_id},
+            )
+        ]

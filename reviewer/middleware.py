@@ -46,8 +46,7 @@ class AppNotFoundMiddleware:
         from django.conf import settings
 
         response = self.get_response(request)
-        if (settings.DEBUG and response.status_code == 404
-                and response.get("Content-Type", "").startswith("text/html")):
+        if settings.DEBUG and response.status_code == 404 and response.get("Content-Type", "").startswith("text/html"):
             request.__dict__.pop(PROJECT_ATTRIBUTE, None)
             body = render_to_string("404.html", {}, request=request)
             response = HttpResponse(body, status=404)

@@ -13,6 +13,7 @@ from core.retention import ActivityLog
 
 from .base import _param, _project
 
+
 @require_GET
 @login_required
 def activity(request: HttpRequest, project: str) -> HttpResponse:
@@ -20,5 +21,8 @@ def activity(request: HttpRequest, project: str) -> HttpResponse:
     before = _param(request.GET, "before", 100) or None
     entries = p.activity.list(before=before, limit=50)
     next_url = "?" + urlencode({"before": ActivityLog.cursor(entries[-1])}) if len(entries) == 50 else None
-    return render(request, "reviewer/activity.html", {"entries": entries, "next_url": next_url,
-                                                      "links": p.views.activity_targets(entries)})
+    return render(
+        request,
+        "reviewer/activity.html",
+        {"entries": entries, "next_url": next_url, "links": p.views.activity_targets(entries)},
+    )

@@ -17,6 +17,7 @@ from .. import access
 from ..forms import RETENTION_ERRORS, RedactForm, new_request_id
 from .base import _int, _param, _project
 
+
 @require_GET
 @login_required
 def events(request: HttpRequest, project: str) -> HttpResponse:
@@ -46,21 +47,35 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     task_name, seq, event = preview.task_name, preview.seq, preview.event
     if request.method == "GET":
         form = RedactForm(initial={"request_id": new_request_id(), "event_id": event_id})
-        return render(request, "reviewer/redact.html", {"form": form, "event": event, "task_name": task_name,
-                                                        "flags": p.views.redaction_flags(event_id)})
+        return render(
+            request,
+            "reviewer/redact.html",
+            {"form": form, "event": event, "task_name": task_name, "flags": p.views.redaction_flags(event_id)},
+        )
     form = RedactForm(request.POST)
     error = None
     if form.is_valid():
-        result = p.retention.redact_event(str(form.cleaned_data["event_id"]), reason=form.cleaned_data["reason"],
-                                          request_id=form.cleaned_data["request_id"])
+        result = p.retention.redact_event(
+            str(form.cleaned_data["event_id"]),
+            reason=form.cleaned_data["reason"],
+            request_id=form.cleaned_data["request_id"],
+        )
         if result.recorded:
             flagged = len(result.affected_decision_ids)
             purge_disk_soon(p.store)  # the files are purged in the background; the pages say when
-            messages.success(request, f"Event {seq} redacted; {flagged} citing decision{'' if flagged == 1 else 's'} "
-                                      "flagged for review. Removal from disk is pending.")
+            messages.success(
+                request,
+                f"Event {seq} redacted; {flagged} citing decision{'' if flagged == 1 else 's'} "
+                "flagged for review. Removal from disk is pending.",
+            )
             events_page = reverse("events", kwargs={"project": p.id})
             return redirect(events_page + "?" + urlencode({"task": task_name}))
         error = RETENTION_ERRORS[result.error]
-    context = {"form": form, "event": event, "task_name": task_name, "error": error or "Check the form.",
-               "flags": p.views.redaction_flags(event_id)}
+    context = {
+        "form": form,
+        "event": event,
+        "task_name": task_name,
+        "error": error or "Check the form.",
+        "flags": p.views.redaction_flags(event_id),
+    }
     return render(request, "reviewer/redact.html", context, status=400)

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from core.decisions import DEFAULT_REAFFIRM_EXPLANATION
 from core.models import ReviewReason, WriteErrorCode
-from core.review_views import GroupReview
 from core.review_sweep import review_until_done
+from core.review_views import GroupReview
 
 from .. import access
 from ..forms import WRITE_ERRORS, GroupActionForm, ReaffirmForm, RejectForm, new_request_id
@@ -32,11 +32,17 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
     counts, causes = p.traces.review_summary(causes=10)
     labels = p.views.cause_labels([c for c, _ in causes])
     recent = p.activity.list(limit=10)
-    return render(request, "reviewer/overview.html", {
-        "counts": counts, "open_tasks": p.history.count_tasks("open"),
-        "causes": [(c, labels[c], n) for c, n in causes],
-        "recent": recent, "links": p.views.activity_targets(recent),
-    })
+    return render(
+        request,
+        "reviewer/overview.html",
+        {
+            "counts": counts,
+            "open_tasks": p.history.count_tasks("open"),
+            "causes": [(c, labels[c], n) for c, n in causes],
+            "recent": recent,
+            "links": p.views.activity_targets(recent),
+        },
+    )
 
 
 # -- the review queue -----------------------------------------------------------------
@@ -48,25 +54,37 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     task = _param(request.GET, "task", 200).strip() or None
     filters = {
-        "reason": _param(request.GET, "reason") or None, "state": _param(request.GET, "state") or None,
+        "reason": _param(request.GET, "reason") or None,
+        "state": _param(request.GET, "state") or None,
         "cause": _param(request.GET, "cause") or None,
-        "page": _int(request.GET.get("page"), 1, minimum=1, maximum=10**6), "page_size": PAGE,
+        "page": _int(request.GET.get("page"), 1, minimum=1, maximum=10**6),
+        "page_size": PAGE,
     }
     # the task filter matches like the Tasks page: name contains, any case
     q = p.views.queue_page_matching(task=task, **filters) if task else p.views.queue_page(**filters)
     causes = [key for key, _ in q.groups]
     labels, sizes = p.views.cause_labels(causes), p.views.group_sizes(causes)
-    return render(request, "reviewer/queue.html", {
-        "result": q.result, "filters": q.filters, "page": q.page, "pages": q.pages,
-        "groups": [(key, labels[key], sizes.get(key, len(ds)), ds) for key, ds in q.groups],
-        "prev_url": _qs(q.filters, q.page - 1) if q.page > 1 else None,
-        "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
-        "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
-        "counts": q.counts, "flow": True, "filters_qs": urlencode(q.filters),
-        # the card's honest actions (decision workbench); a viewer is offered none
-        "actions": p.views.review_actions_many(q.result.decisions) if access.can(request.user, access.REVIEWER)
-        else {},
-    })
+    return render(
+        request,
+        "reviewer/queue.html",
+        {
+            "result": q.result,
+            "filters": q.filters,
+            "page": q.page,
+            "pages": q.pages,
+            "groups": [(key, labels[key], sizes.get(key, len(ds)), ds) for key, ds in q.groups],
+            "prev_url": _qs(q.filters, q.page - 1) if q.page > 1 else None,
+            "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
+            "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
+            "counts": q.counts,
+            "flow": True,
+            "filters_qs": urlencode(q.filters),
+            # the card's honest actions (decision workbench); a viewer is offered none
+            "actions": p.views.review_actions_many(q.result.decisions)
+            if access.can(request.user, access.REVIEWER)
+            else {},
+        },
+    )
 
 
 def _qs(filters: dict[str, str], page: int) -> str:
@@ -82,7 +100,6 @@ def sweep(request: HttpRequest, project: str) -> HttpResponse:
     moved = review_until_done(p.traces, max_steps=50).moved
     messages.success(request, f"Review moved {moved} queued decision{'' if moved == 1 else 's'} on.")
     return redirect("overview", project=p.id)
-
 
 
 @require_GET
@@ -135,11 +152,13 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
         error = "Say why the decision is rejected." if action == "reject" else "Check the form."
     else:
         if action == "reaffirm":
-            result = p.traces.reaffirm_decision(str(d.id), explanation=form.cleaned_data["explanation"],
-                                                request_id=form.cleaned_data["request_id"])
+            result = p.traces.reaffirm_decision(
+                str(d.id), explanation=form.cleaned_data["explanation"], request_id=form.cleaned_data["request_id"]
+            )
         else:
-            result = p.traces.reject_decision(str(d.id), reason=form.cleaned_data["reason"],
-                                              request_id=form.cleaned_data["request_id"])
+            result = p.traces.reject_decision(
+                str(d.id), reason=form.cleaned_data["reason"], request_id=form.cleaned_data["request_id"]
+            )
         if not result.recorded:
             error = WRITE_ERRORS[result.error]
             if result.error is WriteErrorCode.decision_not_active:
@@ -155,13 +174,24 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
         return redirect(back + (f"#d-{next_id}" if next_id else ""))
     fresh = p.traces.get_decision(str(d.id)).decision or d
     counts = p.traces.review_counts()
-    progress = p.views.queue_progress(cause, group_total=group_total, filters=filters,
-                                      next_id=None if error else next_id, counts=counts)
+    progress = p.views.queue_progress(
+        cause, group_total=group_total, filters=filters, next_id=None if error else next_id, counts=counts
+    )
     context = {
-        "d": fresh, "done": done, "error": error, "error_form": action if error else None,
-        "forms": {action: form}, "progress": progress, "counts": counts,
-        "queue_left": progress.queue_left, "oob": True, "flow": True, "cause": cause, "group_total": group_total,
-        "filters_qs": urlencode(filters), "filters": filters,
+        "d": fresh,
+        "done": done,
+        "error": error,
+        "error_form": action if error else None,
+        "forms": {action: form},
+        "progress": progress,
+        "counts": counts,
+        "queue_left": progress.queue_left,
+        "oob": True,
+        "flow": True,
+        "cause": cause,
+        "group_total": group_total,
+        "filters_qs": urlencode(filters),
+        "filters": filters,
         # a refused card keeps only the actions that can still succeed
         "actions": p.views.review_actions_many([fresh]) if error else {},
     }
@@ -188,8 +218,11 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
         return render(request, "reviewer/group.html", {**context, "g": p.views.group_review(cause, action=action)})
     form = GroupActionForm(request.POST)
     if not form.is_valid():
-        context.update(form=form, error="Tick the box to confirm, and give a reason to reject.",
-                       g=p.views.group_review(cause, action=action))
+        context.update(
+            form=form,
+            error="Tick the box to confirm, and give a reason to reject.",
+            g=p.views.group_review(cause, action=action),
+        )
         return render(request, "reviewer/group.html", context, status=400)
     ids = [i for i in request.POST.getlist("decision")[: p.views.GROUP_SHOWN] if _is_uuid(i)]
     by_id = p.traces.get_decisions(ids)
@@ -216,9 +249,20 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
                 why = p.views.retired_by(did)
             refused.append((d, why or WRITE_ERRORS[result.error]))
     left = p.views.group_sizes([cause])[cause]
-    context.update(done=done, refused=refused, acted=True, left=left,
-                   g=GroupReview(cause=cause, label=p.views.cause_labels([cause])[cause], action=action, items=[],
-                                 count=left, truncated=False))
+    context.update(
+        done=done,
+        refused=refused,
+        acted=True,
+        left=left,
+        g=GroupReview(
+            cause=cause,
+            label=p.views.cause_labels([cause])[cause],
+            action=action,
+            items=[],
+            count=left,
+            truncated=False,
+        ),
+    )
     return render(request, "reviewer/group.html", context)
 
 

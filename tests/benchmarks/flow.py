@@ -32,16 +32,17 @@ from typing import Any
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
-import django  # noqa: E402
+import django
 
 django.setup()
+
+from urllib.parse import urlencode  # noqa: E402
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import Group as AuthGroup  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
-from urllib.parse import urlencode  # noqa: E402
 
 from core.decisions import DecisionTraces  # noqa: E402
 from core.history import ConversationHistory  # noqa: E402
@@ -72,9 +73,14 @@ def group_project(store: GraphStore, size: int) -> tuple[str, str, list[str], se
     for i, rule in enumerate(rules):
         start = text.index(rule)
         evidence = graph.span_evidence_id("runbook", start, start + len(rule))
-        d = traces.record_decision("runbook-review", choice_key=f"rule-{i:03d}", conclusion=f"Rota {i}",
-                                   rationale="runbook", supports=[{"kind": "document", "evidence_id": evidence}],
-                                   fetched=[graph.fetch(evidence)]).decision
+        d = traces.record_decision(
+            "runbook-review",
+            choice_key=f"rule-{i:03d}",
+            conclusion=f"Rota {i}",
+            rationale="runbook",
+            supports=[{"kind": "document", "evidence_id": evidence}],
+            fetched=[graph.fetch(evidence)],
+        ).decision
         by_rule[i] = str(d.id)
     new = "\n\n".join(r.replace("rota", "no rota") if i in changed_rules else r for i, r in enumerate(rules))
     graph.update("runbook", "Preface.\n\n" + new)
@@ -111,8 +117,9 @@ def keystrokes(store: GraphStore, url: str, size: int) -> tuple[float, float, in
     started = time.perf_counter()
     try:
         with sync_playwright() as pw:
-            chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                          args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+            chromium = pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+            )
             page = chromium.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"{base}/login/")
             page.fill("#id_username", reviewer.username)
@@ -166,10 +173,12 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
     out: dict[str, tuple[float, float]] = {
         "review queue (groups, sizes, labels)": timed_get(client, f"{base}/review/"),
         "review queue, task name contains": timed_get(client, f"{base}/review/?task=task-"),
-        "group preview, reaffirm": timed_get(client, f"{base}/review/group?" + urlencode({"cause": cause,
-                                                                                          "action": "reaffirm"})),
-        "group preview, reject": timed_get(client, f"{base}/review/group?" + urlencode({"cause": cause,
-                                                                                        "action": "reject"})),
+        "group preview, reaffirm": timed_get(
+            client, f"{base}/review/group?" + urlencode({"cause": cause, "action": "reaffirm"})
+        ),
+        "group preview, reject": timed_get(
+            client, f"{base}/review/group?" + urlencode({"cause": cause, "action": "reject"})
+        ),
     }
     offset = 0
 
@@ -183,8 +192,14 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
         samples = []
         for _ in range(20):
             did = take(1)[0]
-            data = {"request_id": uuid.uuid4().hex, "cause": cause, "group_total": str(group_size), "filters": "",
-                    "explanation": "", "reason": "benchmark"}
+            data = {
+                "request_id": uuid.uuid4().hex,
+                "cause": cause,
+                "group_total": str(group_size),
+                "filters": "",
+                "explanation": "",
+                "reason": "benchmark",
+            }
             start = time.perf_counter()
             response = client.post(f"{base}/review/{did}/{action}", data, HTTP_HX_REQUEST="true")
             samples.append((time.perf_counter() - start) * 1000)
@@ -194,8 +209,9 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
     for _ in range(20):  # the same write from the decision page's form, for reference in the same run
         did = take(1)[0]
         start = time.perf_counter()
-        response = client.post(f"{base}/decisions/{did}/reaffirm", {"request_id": uuid.uuid4().hex,
-                                                                     "explanation": "benchmark"})
+        response = client.post(
+            f"{base}/decisions/{did}/reaffirm", {"request_id": uuid.uuid4().hex, "explanation": "benchmark"}
+        )
         samples.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 302, response.content[:300]
     out["reference: reaffirm from the decision page"] = percentiles(samples)
@@ -203,8 +219,14 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
         samples = []
         for _ in range(10):
             ids = take(10)
-            data = {"request_id": uuid.uuid4().hex, "cause": cause, "action": action, "confirm": "on",
-                    "note": "benchmark", "decision": ids}
+            data = {
+                "request_id": uuid.uuid4().hex,
+                "cause": cause,
+                "action": action,
+                "confirm": "on",
+                "note": "benchmark",
+                "decision": ids,
+            }
             start = time.perf_counter()
             response = client.post(f"{base}/review/group", data)
             samples.append((time.perf_counter() - start) * 1000)
@@ -238,8 +260,10 @@ def main() -> None:
         if not args.no_browser:
             per_reaffirm, per_decision, settled, seconds = keystrokes(store, _url, args.group)
             print(f"  keystrokes per reaffirm (moving on included)  {per_reaffirm:.2f}   (target: at most 2)")
-            print(f"  keystrokes per settled decision, {settled} settled by keyboard (typing a reason not counted): "
-                  f"{per_decision:.2f}, in {seconds:.1f} s")
+            print(
+                f"  keystrokes per settled decision, {settled} settled by keyboard (typing a reason not counted): "
+                f"{per_decision:.2f}, in {seconds:.1f} s"
+            )
 
 
 def _timed(fn: Any) -> float:

@@ -26,8 +26,10 @@ def traces(story: Story, agent: str = "t") -> DecisionTraces:
 
 
 def focused(page: Any) -> str | None:
-    return page.evaluate("() => { const c = document.querySelector('.decision-card.focused');"
-                         " return c && c === document.activeElement ? c.id : null; }")
+    return page.evaluate(
+        "() => { const c = document.querySelector('.decision-card.focused');"
+        " return c && c === document.activeElement ? c.id : null; }"
+    )
 
 
 def settle(page: Any, did: str) -> None:
@@ -36,7 +38,7 @@ def settle(page: Any, did: str) -> None:
 
 
 def test_settling_a_group_of_five_by_keyboard_with_and_next(
-    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any  # noqa: F811
+    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any
 ) -> None:
     page = login(browser, live_server, "rita")
     consoles: list[str] = []
@@ -97,7 +99,7 @@ def test_settling_a_group_of_five_by_keyboard_with_and_next(
 
 
 def test_a_group_reaffirm_reports_the_one_refused(
-    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any  # noqa: F811
+    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any
 ) -> None:
     page = login(browser, live_server, "rita")
     page.goto(f"{live_server.url}/p/{story.project}/review/")
@@ -108,7 +110,7 @@ def test_a_group_reaffirm_reports_the_one_refused(
     assert page.locator("#group-confirm input[name=decision]").count() == 4
     shot(page, "group-preview")
     # someone else acts on one of the four between the preview and the confirmation
-    carol = [d for d in group.unchanged][1]
+    carol = list(group.unchanged)[1]
     assert traces(story, "carol").reject_decision(carol, reason="duplicate", request_id="carol-1").recorded
     page.fill("#group_note", "Same rules under a new preface.")
     page.check("#group_confirm")
@@ -125,7 +127,7 @@ def test_a_group_reaffirm_reports_the_one_refused(
 
 
 def test_the_queue_after_one_reaffirm_and_next(
-    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any  # noqa: F811
+    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any
 ) -> None:
     """The whole queue, one decision of the group settled by ``r``: the
     settled line, the focus on the next of the group, the progress line and
@@ -153,18 +155,36 @@ def test_the_queue_after_one_reaffirm_and_next(
 def every_page(story: Story, group_ids: list[str]) -> list[str]:
     p = f"/p/{story.project}"
     return [
-        "/", f"{p}/", f"{p}/review/", f"{p}/review/?task=call", f"{p}/review/group?cause={CAUSE}&action=reaffirm",
-        f"{p}/review/group?cause={CAUSE}&action=reject", f"{p}/decisions/{story.moved}/",
-        f"{p}/decisions/{story.changed}/", f"{p}/decisions/{group_ids[0]}/", f"{p}/conflicts/", f"{p}/tasks/",
-        f"{p}/task/?name=choose-db", f"{p}/task/?name=pager-duty", f"{p}/events/?task=choose-db",
-        f"{p}/events/redact?event_id={story.event_id}", f"{p}/task/delete?name=on-call", f"{p}/document/?key=adr",
-        f"{p}/document/?key=runbook", f"{p}/activity/",
+        "/",
+        f"{p}/",
+        f"{p}/review/",
+        f"{p}/review/?task=call",
+        f"{p}/review/group?cause={CAUSE}&action=reaffirm",
+        f"{p}/review/group?cause={CAUSE}&action=reject",
+        f"{p}/decisions/{story.moved}/",
+        f"{p}/decisions/{story.changed}/",
+        f"{p}/decisions/{group_ids[0]}/",
+        f"{p}/conflicts/",
+        f"{p}/tasks/",
+        f"{p}/task/?name=choose-db",
+        f"{p}/task/?name=pager-duty",
+        f"{p}/events/?task=choose-db",
+        f"{p}/events/redact?event_id={story.event_id}",
+        f"{p}/task/delete?name=on-call",
+        f"{p}/document/?key=adr",
+        f"{p}/document/?key=runbook",
+        f"{p}/activity/",
     ]
 
 
 @pytest.mark.parametrize("width", [390, 1440])
 def test_every_page_fits_the_screen_without_a_console_error(
-    transactional_db: None, live_server: Any, story: Story, group: Group, people: Any, browser: Any,  # noqa: F811
+    transactional_db: None,
+    live_server: Any,
+    story: Story,
+    group: Group,
+    people: Any,
+    browser: Any,
     width: int,
 ) -> None:
     # some history first, so the activity and event pages have rows

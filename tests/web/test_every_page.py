@@ -53,6 +53,7 @@ def test_the_redact_page_lists_the_decisions_the_redaction_will_flag(story: Stor
     assert sorted(listed) == sorted([story.clear, story.xss])
     # once one of them is rejected it is no longer flagged by the redaction
     DecisionTraces(get_store(), project_id=story.project, agent_id="t").reject_decision(
-        story.xss, reason="x", request_id="rx")
+        story.xss, reason="x", request_id="rx"
+    )
     body = as_("steward").get(f"/p/{story.project}/events/redact", {"event_id": story.event_id}).content.decode()
     assert "Redacting it flags 1 decision:" in body

@@ -42,16 +42,23 @@ def group(story: Story) -> Group:
     store = get_store()
     graph = Graph(store, project_id=story.project, agent_id="ingest")
     traces = DecisionTraces(store, project_id=story.project, agent_id="planner")
-    ConversationHistory(store, project_id=story.project, agent_id="planner").create_task("pager-duty", goal="Own the pager")
+    ConversationHistory(store, project_id=story.project, agent_id="planner").create_task(
+        "pager-duty", goal="Own the pager"
+    )
     graph.add("runbook", RUNBOOK)
     ids = []
     for i in range(1, 6):
         passage = f"Rule {i}: the pager is answered by team {i}."
         start = RUNBOOK.index(passage)
         evidence = graph.span_evidence_id("runbook", start, start + len(passage))
-        d = traces.record_decision("pager-duty", choice_key=f"rule-{i}", conclusion=f"Team {i} answers",
-                                   rationale="runbook", supports=[{"kind": "document", "evidence_id": evidence}],
-                                   fetched=[graph.fetch(evidence)]).decision
+        d = traces.record_decision(
+            "pager-duty",
+            choice_key=f"rule-{i}",
+            conclusion=f"Team {i} answers",
+            rationale="runbook",
+            supports=[{"kind": "document", "evidence_id": evidence}],
+            fetched=[graph.fetch(evidence)],
+        ).decision
         ids.append(str(d.id))
     graph.update("runbook", "Preface.\n\n" + RUNBOOK.replace("answered by team 5", "answered by nobody"))
     queue = traces.list_decisions_for_review(root_cause=CAUSE).decisions
@@ -60,9 +67,11 @@ def group(story: Story) -> Group:
 
 
 def flow(client: Any, story: Story, did: str, action: str, group_total: int = 5, **data: str) -> Any:
-    return client.post(f"/p/{story.project}/review/{did}/{action}",
-                       {"request_id": f"flow-{did}-{action}", "cause": CAUSE, "group_total": str(group_total),
-                        "filters": "", **data}, HTTP_HX_REQUEST="true")
+    return client.post(
+        f"/p/{story.project}/review/{did}/{action}",
+        {"request_id": f"flow-{did}-{action}", "cause": CAUSE, "group_total": str(group_total), "filters": "", **data},
+        HTTP_HX_REQUEST="true",
+    )
 
 
 def state(story: Story, did: str) -> Any:
@@ -108,9 +117,16 @@ def test_a_note_is_the_recorded_explanation(story: Story, group: Group, as_: Any
 def test_and_next_without_javascript_returns_to_the_queue_at_the_next_decision(
     story: Story, group: Group, as_: Any
 ) -> None:
-    response = as_("reviewer").post(f"/p/{story.project}/review/{group.ids[0]}/reject",
-                                    {"request_id": "nojs", "reason": "obsolete", "cause": CAUSE, "group_total": "5",
-                                     "filters": "state=needs_review"})
+    response = as_("reviewer").post(
+        f"/p/{story.project}/review/{group.ids[0]}/reject",
+        {
+            "request_id": "nojs",
+            "reason": "obsolete",
+            "cause": CAUSE,
+            "group_total": "5",
+            "filters": "state=needs_review",
+        },
+    )
     assert response.status_code == 302
     assert response["Location"] == f"/p/{story.project}/review/?state=needs_review#d-{group.ids[1]}"
     assert state(story, group.ids[0])[0] is DecisionStatus.rejected
@@ -125,7 +141,9 @@ def test_a_refused_and_next_keeps_the_card_and_says_why(story: Story, group: Gro
 
 
 def test_the_group_preview_names_exactly_which_decisions(story: Story, group: Group, as_: Any) -> None:
-    body = as_("reviewer").get(f"/p/{story.project}/review/group", {"cause": CAUSE, "action": "reaffirm"}).content.decode()
+    body = (
+        as_("reviewer").get(f"/p/{story.project}/review/group", {"cause": CAUSE, "action": "reaffirm"}).content.decode()
+    )
     assert "Reaffirm the 4 whose cited passage is unchanged" in body
     assert re.findall(r'name="decision" value="([^"]+)"', body) == group.unchanged
     assert "the cited passage of runbook changed (version 1 → 2)" in body
@@ -138,8 +156,14 @@ def test_the_group_action_acts_on_each_and_reports_what_was_refused(story: Story
     traces = DecisionTraces(get_store(), project_id=story.project, agent_id="carol")
     first, rejected, *rest = group.unchanged
     assert traces.reject_decision(rejected, reason="duplicate", request_id="carol").recorded  # after the preview
-    data = {"cause": CAUSE, "action": "reaffirm", "confirm": "on", "note": "Same rules, new preface.",
-            "request_id": "group-1", "decision": group.unchanged}
+    data = {
+        "cause": CAUSE,
+        "action": "reaffirm",
+        "confirm": "on",
+        "note": "Same rules, new preface.",
+        "request_id": "group-1",
+        "decision": group.unchanged,
+    }
     client = as_("reviewer")
     body = client.post(f"/p/{story.project}/review/group", data).content.decode()
     assert "Done: 3" in body and "Refused: 1" in body
@@ -150,18 +174,21 @@ def test_the_group_action_acts_on_each_and_reports_what_was_refused(story: Story
         assert state(story, did) == (DecisionStatus.active, ReviewState.clear)
     again = client.post(f"/p/{story.project}/review/group", data).content.decode()  # a resubmit acts once
     assert "Done: 3" in again
-    reaffirms = [e for e in ActivityLog(get_store(), project_id=story.project).list(action="reaffirm")
-                 if e.target_id == first]
+    reaffirms = [
+        e for e in ActivityLog(get_store(), project_id=story.project).list(action="reaffirm") if e.target_id == first
+    ]
     assert len(reaffirms) == 1 and reaffirms[0].reason == "Same rules, new preface."
 
 
 def test_a_group_action_needs_confirmation_and_a_reason_to_reject(story: Story, group: Group, as_: Any) -> None:
     client = as_("reviewer")
     url = f"/p/{story.project}/review/group"
-    unconfirmed = client.post(url, {"cause": CAUSE, "action": "reject", "note": "x", "request_id": "g1",
-                                    "decision": group.ids})
-    no_reason = client.post(url, {"cause": CAUSE, "action": "reject", "confirm": "on", "request_id": "g2",
-                                  "decision": group.ids})
+    unconfirmed = client.post(
+        url, {"cause": CAUSE, "action": "reject", "note": "x", "request_id": "g1", "decision": group.ids}
+    )
+    no_reason = client.post(
+        url, {"cause": CAUSE, "action": "reject", "confirm": "on", "request_id": "g2", "decision": group.ids}
+    )
     assert unconfirmed.status_code == no_reason.status_code == 400
     assert all(state(story, d)[0] is DecisionStatus.active for d in group.ids)
 

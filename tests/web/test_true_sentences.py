@@ -18,9 +18,11 @@ from .conftest import Story
 
 def services(story: Story, agent: str = "carol") -> tuple[DecisionTraces, ConversationHistory, Graph]:
     store = get_store()
-    return (DecisionTraces(store, project_id=story.project, agent_id=agent),
-            ConversationHistory(store, project_id=story.project, agent_id=agent),
-            Graph(store, project_id=story.project, agent_id=agent))
+    return (
+        DecisionTraces(store, project_id=story.project, agent_id=agent),
+        ConversationHistory(store, project_id=story.project, agent_id=agent),
+        Graph(store, project_id=story.project, agent_id=agent),
+    )
 
 
 def cite(graph: Graph, key: str, passage: str) -> tuple[list[Any], list[Any]]:
@@ -37,8 +39,12 @@ def section(body: str, start: str, end: str) -> str:
 def test_activity_and_overview_links_to_revision_2_open_revision_2(story: Story, as_: Any) -> None:
     traces, _, _ = services(story)
     new = traces.supersede_decision(
-        story.changed, conclusion="A day", rationale="policy moved", explanation="The document says a day now.",
-        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}], request_id="rev2",
+        story.changed,
+        conclusion="A day",
+        rationale="policy moved",
+        explanation="The document says a day now.",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+        request_id="rev2",
     ).decision
     assert new is not None and new.revision == 2
     client = as_("viewer")
@@ -55,13 +61,25 @@ def test_the_overview_says_as_many_decisions_read_unknown_as_its_counter(story: 
     graph.add("base", "The base rule holds.")
     graph.add("own", "Its own rule holds.")
     s, f = cite(graph, "base", "The base rule holds.")
-    root = traces.record_decision("on-call", choice_key="base", conclusion="base", rationale="r",
-                                  supports=s, fetched=f).decision
+    root = traces.record_decision(
+        "on-call", choice_key="base", conclusion="base", rationale="r", supports=s, fetched=f
+    ).decision
     s, f = cite(graph, "own", "Its own rule holds.")
-    on_both = traces.record_decision("on-call", choice_key="both", conclusion="both", rationale="r", fetched=f,
-                                     supports=[*s, {"kind": "decision", "decision_id": str(root.id)}]).decision
-    traces.record_decision("on-call", choice_key="below", conclusion="below", rationale="r",
-                           supports=[{"kind": "decision", "decision_id": str(root.id)}])
+    on_both = traces.record_decision(
+        "on-call",
+        choice_key="both",
+        conclusion="both",
+        rationale="r",
+        fetched=f,
+        supports=[*s, {"kind": "decision", "decision_id": str(root.id)}],
+    ).decision
+    traces.record_decision(
+        "on-call",
+        choice_key="below",
+        conclusion="below",
+        rationale="r",
+        supports=[{"kind": "decision", "decision_id": str(root.id)}],
+    )
     graph.update("own", "Its own rule changed.")  # "both" needs review for itself
     graph.update("base", "The base rule changed.")  # "base" flagged; "both" and "below" queued beneath it
     counts = traces.review_counts()
@@ -79,9 +97,11 @@ def test_counters_refresh_after_a_refused_action(story: Story, as_: Any) -> None
     assert "<strong>2</strong> need review" in queue
     traces, _, _ = services(story)
     assert traces.reject_decision(story.changed, reason="duplicate", request_id="carol-1").recorded  # Carol first
-    response = client.post(f"/p/{story.project}/review/{story.changed}/reject",
-                           {"request_id": "rita-1", "reason": "wrong", "cause": "document:oncall:2", "filters": ""},
-                           HTTP_HX_REQUEST="true")
+    response = client.post(
+        f"/p/{story.project}/review/{story.changed}/reject",
+        {"request_id": "rita-1", "reason": "wrong", "cause": "document:oncall:2", "filters": ""},
+        HTTP_HX_REQUEST="true",
+    )
     body = response.content.decode()
     assert response.status_code == 200 and 'role="alert"' in body  # refused, and says who acted first
     assert "Nothing done: carol rejected it: duplicate." in body
@@ -92,8 +112,13 @@ def test_counters_refresh_after_a_refused_action(story: Story, as_: Any) -> None
 def test_two_redactions_are_two_groups_each_naming_its_event(story: Story, as_: Any) -> None:
     traces, history, _ = services(story)
     history.record_event("choose-db", kind="message", role="user", payload="second")
-    traces.record_decision("choose-db", choice_key="second", conclusion="from #2", rationale="r",
-                           supports=[{"kind": "event", "task_name": "choose-db", "seq": 2}])
+    traces.record_decision(
+        "choose-db",
+        choice_key="second",
+        conclusion="from #2",
+        rationale="r",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 2}],
+    )
     retention = HistoryRetention(get_store(), project_id=story.project, agent_id="dana")
     tid = c.task_id(story.project, "choose-db")
     assert retention.redact_event(c.event_id(tid, 1), reason="personal", request_id="red-1").recorded
@@ -109,8 +134,15 @@ def test_two_redactions_are_two_groups_each_naming_its_event(story: Story, as_: 
 def test_the_document_page_shows_each_citing_decisions_revision_and_status(story: Story, as_: Any) -> None:
     traces, _, graph = services(story)
     s, f = cite(graph, "oncall", "within a day")
-    new = traces.supersede_decision(story.changed, conclusion="A day", rationale="r", explanation="changed",
-                                    supports=s, fetched=f, request_id="doc-rev2").decision
+    new = traces.supersede_decision(
+        story.changed,
+        conclusion="A day",
+        rationale="r",
+        explanation="changed",
+        supports=s,
+        fetched=f,
+        request_id="doc-rev2",
+    ).decision
     assert new is not None
     body = as_("viewer").get(f"/p/{story.project}/document/?key=oncall").content.decode()
     v2 = section(body, "Version 2", "Version 1")
@@ -122,8 +154,13 @@ def test_the_document_page_shows_each_citing_decisions_revision_and_status(story
 def test_a_decision_support_that_is_merely_flagged_is_not_badged_changed(story: Story, as_: Any) -> None:
     traces, _, _ = services(story)
     # "moved" is active and needs review (its document changed): nothing about it changed yet
-    dependant = traces.record_decision("on-call", choice_key="follows", conclusion="Follow it", rationale="r",
-                                       supports=[{"kind": "decision", "decision_id": story.moved}]).decision
+    dependant = traces.record_decision(
+        "on-call",
+        choice_key="follows",
+        conclusion="Follow it",
+        rationale="r",
+        supports=[{"kind": "decision", "decision_id": story.moved}],
+    ).decision
     assert dependant is not None
     body = as_("viewer").get(f"/p/{story.project}/decisions/{dependant.id}/").content.decode()
     supports = section(body, "<h2>Supports</h2>", "</section>")
@@ -135,10 +172,16 @@ def test_a_task_view_lists_an_unknown_decision_with_its_conclusion(story: Story,
     traces, _, graph = services(story)
     graph.add("rule", "The rule holds.")
     s, f = cite(graph, "rule", "The rule holds.")
-    root = traces.record_decision("choose-db", choice_key="rule", conclusion="rule", rationale="r",
-                                  supports=s, fetched=f).decision
-    below = traces.record_decision("on-call", choice_key="beneath", conclusion="Page the second line", rationale="r",
-                                   supports=[{"kind": "decision", "decision_id": str(root.id)}]).decision
+    root = traces.record_decision(
+        "choose-db", choice_key="rule", conclusion="rule", rationale="r", supports=s, fetched=f
+    ).decision
+    below = traces.record_decision(
+        "on-call",
+        choice_key="beneath",
+        conclusion="Page the second line",
+        rationale="r",
+        supports=[{"kind": "decision", "decision_id": str(root.id)}],
+    ).decision
     graph.update("rule", "The rule changed.")
     assert traces.get_decision(str(below.id)).decision.review_state.value == "unknown"
     body = as_("viewer").get(f"/p/{story.project}/task/?name=on-call").content.decode()
@@ -151,9 +194,11 @@ def test_plurals(story: Story, as_: Any) -> None:
     assert "<strong>1</strong> conflict group</a>" in overview
     assert "<strong>2</strong> need review</a>" in overview and "<strong>2</strong> open tasks</a>" in overview
     client = as_("steward")
-    response = client.post(f"/p/{story.project}/task/delete", {"name": "choose-db", "reason": "done",
-                                                                 "include_decisions": "on", "confirm": "on",
-                                                                 "request_id": "del-1"}, follow=True)
+    response = client.post(
+        f"/p/{story.project}/task/delete",
+        {"name": "choose-db", "reason": "done", "include_decisions": "on", "confirm": "on", "request_id": "del-1"},
+        follow=True,
+    )
     body = response.content.decode()
-    assert "1 decision removed" in body, body[body.find("messages"):][:400]
+    assert "1 decision removed" in body, body[body.find("messages") :][:400]
     assert "decision(s)" not in body
