@@ -66,7 +66,9 @@ def decode_evidence_id(evidence_id: Any) -> EvidenceRef:
             raise MalformedEvidenceIdError(f"the range {start}-{end} is empty or reversed")
         if seq < 1:
             raise MalformedEvidenceIdError("versions are numbered from 1")
-        return EvidenceRef(kind=EvidenceKind.span, document_node_id=doc, activation_seq=seq, char_start=start, char_end=end)
+        return EvidenceRef(
+            kind=EvidenceKind.span, document_node_id=doc, activation_seq=seq, char_start=start, char_end=end
+        )
     chunk = _CHUNK.fullmatch(evidence_id)
     if chunk:
         doc, seq, index = chunk.group(1), int(chunk.group(2)), int(chunk.group(3))

@@ -10,7 +10,7 @@ these in; everything here only reads.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -34,8 +34,15 @@ from .stores.base import GraphStore
 from .textdiff import passage_diff
 
 __all__ = [
-    "DecisionName", "DecisionPick", "Dependant", "EventPick", "PassagePick", "ReviewActions",
-    "SupersedeChoices", "WorkbenchViews", "decision_name",
+    "DecisionName",
+    "DecisionPick",
+    "Dependant",
+    "EventPick",
+    "PassagePick",
+    "ReviewActions",
+    "SupersedeChoices",
+    "WorkbenchViews",
+    "decision_name",
 ]
 
 
@@ -61,8 +68,9 @@ class DecisionName(_View):
 
 
 def decision_name(d: Decision) -> DecisionName:
-    return DecisionName(id=str(d.id), choice_key=d.choice_key, task=d.task_name, revision=d.revision,
-                        status=d.status.value)
+    return DecisionName(
+        id=str(d.id), choice_key=d.choice_key, task=d.task_name, revision=d.revision, status=d.status.value
+    )
 
 
 class ReviewActions(_View):
@@ -104,7 +112,7 @@ class PassagePick(_View):
 
     @property
     def candidate(self) -> str:
-        return self.text[self.start:self.end] if self.text is not None and self.start is not None else ""
+        return self.text[self.start : self.end] if self.text is not None and self.start is not None else ""
 
     @property
     def before(self) -> str:
@@ -112,7 +120,7 @@ class PassagePick(_View):
 
     @property
     def after(self) -> str:
-        return self.text[self.end:] if self.text is not None and self.end is not None else ""
+        return self.text[self.end :] if self.text is not None and self.end is not None else ""
 
 
 class EventPick(_View):
@@ -170,8 +178,8 @@ def _clock(at: Any) -> str:
     when = datetime.fromisoformat(at) if isinstance(at, str) else at
     if when is None:
         return "an unknown time"
-    when = when.astimezone(timezone.utc) if when.tzinfo else when
-    if when.date() == datetime.now(timezone.utc).date():
+    when = when.astimezone(UTC) if when.tzinfo else when
+    if when.date() == datetime.now(UTC).date():
         return f"at {when:%H:%M}"
     return f"on {when:%Y-%m-%d} at {when:%H:%M}"
 
@@ -223,50 +231,69 @@ class WorkbenchViews:
         f = _Facts()
         if not decisions:
             return f
-        f.nodes = {r["id"]: r for r in self.store.read(
-            self.project_id,
-            "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queued AS queued, "
-            "d.root_cause AS cause, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
-            "d.superseded_by AS superseded_by",
-            {"ids": [str(d.id) for d in decisions]},
-        )}
+        f.nodes = {
+            r["id"]: r
+            for r in self.store.read(
+                self.project_id,
+                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queued AS queued, "
+                "d.root_cause AS cause, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
+                "d.superseded_by AS superseded_by",
+                {"ids": [str(d.id) for d in decisions]},
+            )
+        }
         active = [d for d in decisions if d.status.value == "active"]
         docs = [s for d in active for s in d.supports if isinstance(s, DocumentSupport)]
         events = [s for d in active for s in d.supports if isinstance(s, EventSupport)]
         deps = [str(s.decision_id) for d in active for s in d.supports if isinstance(s, DecisionSupport)]
         replaced = [n["superseded_by"] for n in f.nodes.values() if n.get("superseded_by")]
         if docs:
-            f.docs = {r["id"]: r for r in self.store.read(
-                self.project_id,
-                "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.key AS key, "
-                "d.activation_seq AS seq, d.deleted_at AS deleted_at",
-                {"ids": sorted({str(s.document_node_id) for s in docs})},
-            )}
+            f.docs = {
+                r["id"]: r
+                for r in self.store.read(
+                    self.project_id,
+                    "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.key AS key, "
+                    "d.activation_seq AS seq, d.deleted_at AS deleted_at",
+                    {"ids": sorted({str(s.document_node_id) for s in docs})},
+                )
+            }
             wanted: set[tuple[str, int]] = set()
             for s in docs:
                 doc = f.docs.get(str(s.document_node_id))
                 if doc and doc["deleted_at"] is None and doc["seq"] != s.recorded_activation_seq:
                     wanted |= {(doc["id"], s.recorded_activation_seq or 1), (doc["id"], doc["seq"])}
             if wanted:
-                f.texts = {(r["doc"], r["seq"]): r for r in self.store.read(
-                    self.project_id,
-                    "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) RETURN v.document_id AS doc, "
-                    "v.activation_seq AS seq, v.text AS text, v.chunk_starts AS starts",
-                    {"ids": sorted(version_id(doc, seq) for doc, seq in wanted)},
-                )}
+                f.texts = {
+                    (r["doc"], r["seq"]): r
+                    for r in self.store.read(
+                        self.project_id,
+                        "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) RETURN v.document_id AS doc, "
+                        "v.activation_seq AS seq, v.text AS text, v.chunk_starts AS starts",
+                        {"ids": sorted(version_id(doc, seq) for doc, seq in wanted)},
+                    )
+                }
         if events:
-            f.events = {r["id"]: r for r in self.store.read(
-                self.project_id,
-                "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.redacted_at AS redacted_at",
-                {"ids": sorted({str(s.event_id) for s in events})},
-            )}
+            f.events = {
+                r["id"]: r
+                for r in self.store.read(
+                    self.project_id,
+                    "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.redacted_at AS redacted_at",
+                    {"ids": sorted({str(s.event_id) for s in events})},
+                )
+            }
         if deps or replaced:
             f.deps = self.traces.get_decisions([*deps, *replaced])
-            queued = {r["id"] for r in self.store.read(
-                self.project_id,
-                "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.queued = true RETURN d.id AS id",
-                {"ids": sorted(f.deps)},
-            )} if deps else set()
+            queued = (
+                {
+                    r["id"]
+                    for r in self.store.read(
+                        self.project_id,
+                        "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.queued = true RETURN d.id AS id",
+                        {"ids": sorted(f.deps)},
+                    )
+                }
+                if deps
+                else set()
+            )
             for i in queued:
                 f.nodes.setdefault(i, {"id": i})["queued"] = True
         return f
@@ -313,7 +340,9 @@ class WorkbenchViews:
             start, end = bounds
             if find_nearest(new["text"], old["text"][start:end], start) is not None:
                 return None
-            return f"the cited passage of {s.document_key} changed: {_changed_words(old['text'], new['text'], start, end)}"
+            return (
+                f"the cited passage of {s.document_key} changed: {_changed_words(old['text'], new['text'], start, end)}"
+            )
         if isinstance(s, EventSupport):
             event = f.events.get(str(s.event_id))
             if event is None:
@@ -347,22 +376,37 @@ class WorkbenchViews:
         current text with its candidate passage; the task's log (the first
         ``EVENTS_OFFERED`` events) with the cited events marked; each cited
         decision with its choice's active revision."""
-        documents = [self._pick(i, s) for i, s in enumerate(d for d in decision.supports
-                                                            if isinstance(d, DocumentSupport))]
+        documents = [
+            self._pick(i, s) for i, s in enumerate(d for d in decision.supports if isinstance(d, DocumentSupport))
+        ]
         cited_events = {(s.task_name, s.seq) for s in decision.supports if isinstance(s, EventSupport)}
         events: list[EventPick] = []
         page = self.history.list_events(decision.task_name, limit=self.EVENTS_OFFERED)
         for e in page.events:
-            events.append(EventPick(task=decision.task_name, seq=e.seq, preview=_clip(e.payload, 100),
-                                    cited=(decision.task_name, e.seq) in cited_events,
-                                    redacted=e.redacted_at is not None))
+            events.append(
+                EventPick(
+                    task=decision.task_name,
+                    seq=e.seq,
+                    preview=_clip(e.payload, 100),
+                    cited=(decision.task_name, e.seq) in cited_events,
+                    redacted=e.redacted_at is not None,
+                )
+            )
         shown = {(e.task, e.seq) for e in events}
         for task, seq in sorted(cited_events - shown):
             got = self.history.fetch_event(task, seq).event
-            events.append(EventPick(task=task, seq=seq, preview=_clip(got.payload, 100) if got else "(gone)",
-                                    cited=True, redacted=got is None or got.redacted_at is not None))
-        cited = self.traces.get_decisions([str(s.decision_id) for s in decision.supports
-                                           if isinstance(s, DecisionSupport)])
+            events.append(
+                EventPick(
+                    task=task,
+                    seq=seq,
+                    preview=_clip(got.payload, 100) if got else "(gone)",
+                    cited=True,
+                    redacted=got is None or got.redacted_at is not None,
+                )
+            )
+        cited = self.traces.get_decisions(
+            [str(s.decision_id) for s in decision.supports if isinstance(s, DecisionSupport)]
+        )
         decisions = [DecisionPick(cited=decision_name(x), offer=self._active_revision(x)) for x in cited.values()]
         return SupersedeChoices(documents=documents, events=events, decisions=decisions)
 
@@ -389,17 +433,34 @@ class WorkbenchViews:
         if info is None or info.state is not SourceState.current:
             return PassagePick(index=index, support=s, state="removed", passage=passage)
         if info.activation_seq == s.recorded_activation_seq:
-            return PassagePick(index=index, support=s, state="current", passage=passage, text=recorded,
-                               version=info.activation_seq, start=start, end=end, evidence_id=s.evidence_id)
+            return PassagePick(
+                index=index,
+                support=s,
+                state="current",
+                passage=passage,
+                text=recorded,
+                version=info.activation_seq,
+                start=start,
+                end=end,
+                evidence_id=s.evidence_id,
+            )
         current = self.graph.version_text(s.document_key, info.activation_seq) or ""
         found = closest_match(recorded, current, start, end)
         if found is None:
-            return PassagePick(index=index, support=s, state="gone", passage=passage, text=current,
-                               version=info.activation_seq)
-        state: Literal["moved", "closest"] = "moved" if current[found[0]:found[1]] == passage else "closest"
+            return PassagePick(
+                index=index, support=s, state="gone", passage=passage, text=current, version=info.activation_seq
+            )
+        state: Literal["moved", "closest"] = "moved" if current[found[0] : found[1]] == passage else "closest"
         return PassagePick(
-            index=index, support=s, state=state, passage=passage, text=current, version=info.activation_seq,
-            start=found[0], end=found[1], evidence_id=encode_span(info.node_id, info.activation_seq, *found),
+            index=index,
+            support=s,
+            state=state,
+            passage=passage,
+            text=current,
+            version=info.activation_seq,
+            start=found[0],
+            end=found[1],
+            evidence_id=encode_span(info.node_id, info.activation_seq, *found),
         )
 
     def cite_selection(self, key: str, version: int, start: int, end: int, text: str | None = None) -> str | None:
@@ -428,9 +489,14 @@ class WorkbenchViews:
         revision N instead" once this one was superseded by an active revision."""
         replaced = actions.replaced_by if actions else None
         found = self.traces.list_dependants(str(decision.id), limit=50)
-        return [Dependant(decision=x, name=decision_name(x),
-                          swap=replaced is not None and replaced.status == "active" and x.status.value == "active")
-                for x in found]
+        return [
+            Dependant(
+                decision=x,
+                name=decision_name(x),
+                swap=replaced is not None and replaced.status == "active" and x.status.value == "active",
+            )
+            for x in found
+        ]
 
     def swapped_supports(self, dependant: Decision, old: Any, new: Any) -> tuple[list[dict[str, Any]], list[Any]] | str:
         """The support inputs of ``dependant`` with decision ``old`` swapped
@@ -448,8 +514,10 @@ class WorkbenchViews:
             if isinstance(s, DocumentSupport):
                 pick = next(picks)
                 if pick.evidence_id is None:
-                    return (f"the cited passage of {s.document_key} is gone from its current text: "
-                            "supersede it with the full form")
+                    return (
+                        f"the cited passage of {s.document_key} is gone from its current text: "
+                        "supersede it with the full form"
+                    )
                 got = self.graph.fetch(pick.evidence_id)
                 if got.status is not FetchStatus.ok:
                     return f"the cited passage of {s.document_key} cannot be read ({got.status.value})"

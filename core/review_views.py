@@ -57,16 +57,22 @@ from .stores.base import GraphStore
 from .textdiff import PassageDiff, passage_diff
 
 __all__ = [
-    "DecisionName", "DecisionPick", "Dependant", "EventPick", "PassagePick", "ReviewActions",
-    "SupersedeChoices", "decision_name",
     "CitingDecision",
+    "DecisionName",
+    "DecisionPick",
     "DecisionReview",
+    "Dependant",
     "DocumentPage",
+    "EventPick",
+    "PassagePick",
     "QueuePage",
     "RedactionPreview",
+    "ReviewActions",
     "ReviewViews",
+    "SupersedeChoices",
     "SupportChoice",
     "SupportView",
+    "decision_name",
     "describe_cause",
 ]
 
@@ -203,8 +209,14 @@ class ReviewViews(WorkbenchViews):
     CITERS_SHOWN = 200
 
     def __init__(
-        self, store: GraphStore, *, project_id: str, agent_id: str | None = None,
-        traces: DecisionTraces | None = None, history: ConversationHistory | None = None, graph: Graph | None = None,
+        self,
+        store: GraphStore,
+        *,
+        project_id: str,
+        agent_id: str | None = None,
+        traces: DecisionTraces | None = None,
+        history: ConversationHistory | None = None,
+        graph: Graph | None = None,
     ) -> None:
         self.store = store
         self.project_id = project_id
@@ -216,8 +228,14 @@ class ReviewViews(WorkbenchViews):
     # -- the review queue ------------------------------------------------------
 
     def queue_page(
-        self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
-        cause: str | None = None, page: int = 1, page_size: int = 20,
+        self,
+        *,
+        task: str | None = None,
+        reason: str | None = None,
+        state: str | None = None,
+        cause: str | None = None,
+        page: int = 1,
+        page_size: int = 20,
     ) -> QueuePage:
         """A page of the queue; a ``reason`` or ``state`` that is not a queue
         filter is ignored (the page shows the whole queue)."""
@@ -239,8 +257,12 @@ class ReviewViews(WorkbenchViews):
                 groups.append((key, [d]))
         filters = {k: v for k, v in (("task", task), ("reason", reason), ("state", state), ("cause", cause)) if v}
         return QueuePage(
-            result=result, groups=groups, filters=filters, page=page,
-            pages=max(1, -(-result.count // page_size)), counts=self.traces.review_counts(),
+            result=result,
+            groups=groups,
+            filters=filters,
+            page=page,
+            pages=max(1, -(-result.count // page_size)),
+            counts=self.traces.review_counts(),
         )
 
     def root_causes(self, decisions: list[Decision]) -> dict[str, str]:
@@ -263,8 +285,11 @@ class ReviewViews(WorkbenchViews):
         actions = self.review_actions(d)
         dependants = self.dependants_of(d, actions)
         names = self.decision_names(
-            [str(s.decision_id) for s in history.supports if isinstance(s, DecisionSupport) and
-             str(s.decision_id) not in depends]
+            [
+                str(s.decision_id)
+                for s in history.supports
+                if isinstance(s, DecisionSupport) and str(s.decision_id) not in depends
+            ]
         )
         names.update({i: decision_name(x) for i, x in depends.items()})
         return DecisionReview(
@@ -275,7 +300,10 @@ class ReviewViews(WorkbenchViews):
             revisions=self.traces.list_revisions(str(d.id)),
             history=history,
             choices=self.support_choices(d),
-            name=decision_name(d), actions=actions, names=names, dependant_views=dependants,
+            name=decision_name(d),
+            actions=actions,
+            names=names,
+            dependant_views=dependants,
         )
 
     def support_view(self, s: Support) -> SupportView:
@@ -305,8 +333,12 @@ class ReviewViews(WorkbenchViews):
         current = self.graph.version_text(s.document_key, info.activation_seq) or ""
         moved = find_nearest(current, passage, start) is not None
         return SupportView(
-            support=s, state="moved" if moved else "changed", passage=passage, recorded_text=recorded or "",
-            current_text=current, current_version=info.activation_seq,
+            support=s,
+            state="moved" if moved else "changed",
+            passage=passage,
+            recorded_text=recorded or "",
+            current_text=current,
+            current_version=info.activation_seq,
             diff=passage_diff(recorded or "", current, start, end),
         )
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
-__all__ = ["Op", "word_diff", "Piece", "PassageDiff", "passage_diff"]
+__all__ = ["Op", "PassageDiff", "Piece", "passage_diff", "word_diff"]
 
 #: Beyond this many word pairs, a stretch without unique anchors is one replacement.
 EXACT_LIMIT = 40_000
@@ -148,8 +148,9 @@ def _merge(ops: list[Op]) -> list[Op]:
                 out[-1] = Op(tag, last.a0, op.a1, last.b0, op.b1)
                 continue
         out.append(op)
-    return [Op("replace", o.a0, o.a1, o.b0, o.b1) if o.tag != "equal" and o.a0 < o.a1 and o.b0 < o.b1 else o
-            for o in out]
+    return [
+        Op("replace", o.a0, o.a1, o.b0, o.b1) if o.tag != "equal" and o.a0 < o.a1 and o.b0 < o.b1 else o for o in out
+    ]
 
 
 @functools.lru_cache(maxsize=8)
@@ -205,8 +206,9 @@ def _line_window(text: str, start: int, end: int, lines: int) -> tuple[int, int]
     return lo + 1, len(text) if hi < 0 else hi
 
 
-def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int = 2,
-                 keep_words: int = 12) -> PassageDiff:
+def passage_diff(
+    old: str, new: str, start: int, end: int, *, context_lines: int = 2, keep_words: int = 12
+) -> PassageDiff:
     """The cited passage ``old[start:end]`` against the current text: the
     words of ``context_lines`` lines either side of it, diffed; the passage
     marked ``cited``; an unchanged stretch of more than ``2 * keep_words``
@@ -223,7 +225,7 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
     # rows: (kind, a0, a1, b0, b1, cited), kinds "same", "change"
     rows: list[tuple[str, int, int, int, int, bool]] = []
     # the steps are in order of the old words: only those reaching the window
-    for op in ops[bisect.bisect_left(ops, first, key=lambda o: o.a1):]:
+    for op in ops[bisect.bisect_left(ops, first, key=lambda o: o.a1) :]:
         if op.a0 > last:
             break
         a0, a1 = max(op.a0, first), min(op.a1, last)
@@ -248,12 +250,12 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
             rows.append(("change", a0, a1, b0, b1, any(is_cited(i) for i in range(a0, a1))))
 
     def text_of(spans: list[tuple[int, int]], source: str, x0: int, x1: int) -> str:
-        return source[spans[x0][0]:spans[x1 - 1][1]] if x0 < x1 else ""
+        return source[spans[x0][0] : spans[x1 - 1][1]] if x0 < x1 else ""
 
     def sep_of(spans: list[tuple[int, int]], source: str, x1: int) -> str:
         if x1 <= 0 or x1 >= len(spans):
             return ""
-        gap = source[spans[x1 - 1][1]:spans[x1][0]]
+        gap = source[spans[x1 - 1][1] : spans[x1][0]]
         breaks = gap.count("\n")
         return "\n\n" if breaks > 1 else "\n" if breaks else " "
 

@@ -45,7 +45,8 @@ class RejectForm(ActionForm):
     prefix_id = "reject"
 
     reason = forms.CharField(
-        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why the decision is rejected."},
     )
 
@@ -68,7 +69,8 @@ class SupersedeForm(ActionForm):
         max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
     )
     explanation = forms.CharField(
-        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Explain why this revision replaces the current one."},
     )
     keep = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Supports to keep")
@@ -76,7 +78,10 @@ class SupersedeForm(ActionForm):
     cite_key = forms.CharField(max_length=500, required=False, label="A decision to cite: its choice key")
     cite_task = forms.CharField(max_length=500, required=False, label="in task (this task when empty)")
     add = forms.CharField(
-        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Evidence ids",
+        max_length=TEXT_MAX,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Evidence ids",
         help_text="One per line: an evidence id or span:KEY:VERSION:START-END, “event TASK SEQ”, or “decision ID”.",
     )
     confirm_drop = forms.BooleanField(required=False, label="Yes, stop citing it")
@@ -96,7 +101,7 @@ class SupersedeForm(ActionForm):
 
 
 class CiteInsteadForm(ActionForm):
-    """"Cite revision N instead" on a dependant: the replaced revision, the
+    """ "Cite revision N instead" on a dependant: the replaced revision, the
     new one, and the explanation the new revision of the dependant records."""
 
     prefix_id = "cite"
@@ -104,7 +109,8 @@ class CiteInsteadForm(ActionForm):
     old = forms.UUIDField(widget=forms.HiddenInput)
     new = forms.UUIDField(widget=forms.HiddenInput)
     explanation = forms.CharField(
-        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Explain why this revision replaces the current one."},
     )
 

@@ -89,8 +89,11 @@ def _supersede_form(d: Decision, choices: SupersedeChoices, data: Any = None) ->
     """The form, keeping every support by default: each document at its
     candidate passage, the cited events, each cited decision's active revision."""
     initial = {
-        "request_id": new_request_id(), "conclusion": d.conclusion, "rationale": d.rationale,
-        "assumptions": "\n".join(d.assumptions), "open_questions": "\n".join(d.open_questions),
+        "request_id": new_request_id(),
+        "conclusion": d.conclusion,
+        "rationale": d.rationale,
+        "assumptions": "\n".join(d.assumptions),
+        "open_questions": "\n".join(d.open_questions),
         "keep": [e.token for e in choices.events if e.cited and not e.redacted]
         + [x.token for x in choices.decisions if x.token],
     }
@@ -109,10 +112,16 @@ def _picked(choices: SupersedeChoices, form: SupersedeForm) -> dict[str, Any]:
         use = data.get(name, "") if posted else (pick.evidence_id or "")
         if use not in ("selection", "drop") and use != pick.evidence_id:
             use = pick.evidence_id or "" if not posted else ""
-        docs.append({
-            "pick": pick, "name": name, "use": use, "start": data.get(f"{name}-start", ""),
-            "end": data.get(f"{name}-end", ""), "text": data.get(f"{name}-text", ""),
-        })
+        docs.append(
+            {
+                "pick": pick,
+                "name": name,
+                "use": use,
+                "start": data.get(f"{name}-start", ""),
+                "end": data.get(f"{name}-end", ""),
+                "text": data.get(f"{name}-text", ""),
+            }
+        )
     will_cite = []
     no_longer = []
     for doc in docs:
@@ -147,8 +156,14 @@ def _document_inputs(p: Project, choices: SupersedeChoices, post: Any) -> tuple[
         elif use == "selection":
             version = _int(post.get(f"{name}-version"), 0)
             if version != pick.version:
-                return [], [], (f"{pick.key} changed while you were choosing (now version {pick.version}): "
-                                "pick its passage again.")
+                return (
+                    [],
+                    [],
+                    (
+                        f"{pick.key} changed while you were choosing (now version {pick.version}): "
+                        "pick its passage again."
+                    ),
+                )
             start, end = _int(post.get(f"{name}-start"), -1, minimum=-1), _int(post.get(f"{name}-end"), -1, minimum=-1)
             chosen = p.views.cite_selection(pick.key, version, start, end, _param(post, f"{name}-text", 40_000))
             if chosen is None:
@@ -198,8 +213,10 @@ def _support_inputs(p: Project, tokens: list[str]) -> tuple[list[dict[str, Any]]
 
 
 def _not_a_support(token: str) -> str:
-    return (f"“{clip(token, 60)}” is not an evidence id (span:KEY:VERSION:START-END also works), "
-            "“event TASK SEQ” or “decision ID”.")
+    return (
+        f"“{clip(token, 60)}” is not an evidence id (span:KEY:VERSION:START-END also works), "
+        "“event TASK SEQ” or “decision ID”."
+    )
 
 
 # -- answers ---------------------------------------------------------------------------
@@ -215,8 +232,17 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str, *, c
     done); else back where the person came from, or the decision page."""
     if request.htmx and not _wants_next(request):
         fresh = p.traces.get_decision(str(d.id)).decision or d
-        return render(request, CARD, {"d": fresh, "note": note, "counts": p.traces.review_counts(), "oob": True,
-                                      "actions": p.views.review_actions_many([fresh])})
+        return render(
+            request,
+            CARD,
+            {
+                "d": fresh,
+                "note": note,
+                "counts": p.traces.review_counts(),
+                "oob": True,
+                "actions": p.views.review_actions_many([fresh]),
+            },
+        )
     messages.success(request, note)
     if _wants_next(request):
         following = p.views.next_in_group(cause, after=d.id) if cause else None
@@ -240,16 +266,19 @@ def _go(request: HttpRequest, url: str) -> HttpResponse:
     return redirect(url)
 
 
-def _refused(
-    request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str
-) -> HttpResponse:
+def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str) -> HttpResponse:
     """The form again, beside the sentence, with what the person typed. The
     decision is read again: a refusal often means someone else acted first,
     and the page shows what they did."""
     d = p.traces.get_decision(str(d.id)).decision or d
     if request.htmx and form_name != "supersede":
-        context = {"d": d, "forms": {form_name: form}, "error": sentence, "error_form": form_name,
-                   "actions": p.views.review_actions_many([d])}
+        context = {
+            "d": d,
+            "forms": {form_name: form},
+            "error": sentence,
+            "error_form": form_name,
+            "actions": p.views.review_actions_many([d]),
+        }
         return render(request, CARD, context, status=200)
     context = _decision_context(request, p, d, **{form_name: form, "error": sentence, "error_form": form_name})
     return render(request, PAGE, context, status=200 if request.htmx else 400)
@@ -261,8 +290,14 @@ def _refusal(p: Project, d: Decision, error: Any) -> str:
 
 
 def _decision_action(
-    request: HttpRequest, project: str, decision_id: Any, name: str, form_class: Any, invalid: str,
-    act: Callable[[Project, Decision, dict[str, Any]], Any], done: str,
+    request: HttpRequest,
+    project: str,
+    decision_id: Any,
+    name: str,
+    form_class: Any,
+    invalid: str,
+    act: Callable[[Project, Decision, dict[str, Any]], Any],
+    done: str,
 ) -> HttpResponse:
     """A reviewer's one-form action on a decision: role, form, core write,
     then the card, the page or the next decision; refusals beside the form."""
@@ -283,9 +318,15 @@ def _decision_action(
 @login_required
 def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     return _decision_action(
-        request, project, decision_id, "reaffirm", ReaffirmForm, "Check the form.",
+        request,
+        project,
+        decision_id,
+        "reaffirm",
+        ReaffirmForm,
+        "Check the form.",
         lambda p, d, data: p.traces.reaffirm_decision(
-            str(d.id), explanation=data["explanation"], request_id=data["request_id"]),
+            str(d.id), explanation=data["explanation"], request_id=data["request_id"]
+        ),
         "Reaffirmed: the decision is clear again.",
     )
 
@@ -294,9 +335,13 @@ def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
 @login_required
 def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     return _decision_action(
-        request, project, decision_id, "reject", RejectForm, "Say why the decision is rejected.",
-        lambda p, d, data: p.traces.reject_decision(
-            str(d.id), reason=data["reason"], request_id=data["request_id"]),
+        request,
+        project,
+        decision_id,
+        "reject",
+        RejectForm,
+        "Say why the decision is rejected.",
+        lambda p, d, data: p.traces.reject_decision(str(d.id), reason=data["reason"], request_id=data["request_id"]),
         "Rejected.",
     )
 
@@ -315,16 +360,30 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     if problem:
         return _refused(request, p, d, "supersede", form, problem)
     if dropped and not form.cleaned_data["confirm_drop"]:
-        return _refused(request, p, d, "supersede", form, (
-            f"{', '.join(dropped)} will no longer be cited. Tick “Yes, stop citing it” to record the revision "
-            "without it, or pick its passage."))
+        return _refused(
+            request,
+            p,
+            d,
+            "supersede",
+            form,
+            (
+                f"{', '.join(dropped)} will no longer be cited. Tick “Yes, stop citing it” to record the revision "
+                "without it, or pick its passage."
+            ),
+        )
     tokens = evidence + list(form.cleaned_data["keep"])
     cite_task, cite_key = form.cleaned_data["cite_task"].strip(), form.cleaned_data["cite_key"].strip()
     if cite_key:
         found = p.views.active_decision(cite_task or d.task_name, cite_key)
         if found is None:
-            return _refused(request, p, d, "supersede", form,
-                            f"No active decision “{clip(cite_key, 60)}” in task “{clip(cite_task or d.task_name, 60)}”.")
+            return _refused(
+                request,
+                p,
+                d,
+                "supersede",
+                form,
+                f"No active decision “{clip(cite_key, 60)}” in task “{clip(cite_task or d.task_name, 60)}”.",
+            )
         tokens.append(f"decision {found.id}")
     if form.cleaned_data["event_seq"]:
         tokens.append(f"event {d.task_name} {form.cleaned_data['event_seq']}")
@@ -333,9 +392,14 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
         return _refused(request, p, d, "supersede", form, problem)
     cause = p.views.review_actions(d).cause if _wants_next(request) else ""
     result = p.traces.supersede_decision(
-        str(d.id), conclusion=form.cleaned_data["conclusion"], rationale=form.cleaned_data["rationale"],
-        explanation=form.cleaned_data["explanation"], assumptions=form.assumption_list(),
-        open_questions=form.question_list(), supports=inputs, fetched=fetched,
+        str(d.id),
+        conclusion=form.cleaned_data["conclusion"],
+        rationale=form.cleaned_data["rationale"],
+        explanation=form.cleaned_data["explanation"],
+        assumptions=form.assumption_list(),
+        open_questions=form.question_list(),
+        supports=inputs,
+        fetched=fetched,
         request_id=form.cleaned_data["request_id"],
     )
     if not result.recorded:
@@ -351,7 +415,7 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
 @require_POST
 @login_required
 def cite_instead(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
-    """"Cite revision N instead": supersede a dependant with the same
+    """ "Cite revision N instead": supersede a dependant with the same
     content and supports, the replaced revision swapped for the new one."""
     p = _project(request, project)
     access.require(request.user, access.REVIEWER)
@@ -365,23 +429,45 @@ def cite_instead(request: HttpRequest, project: str, decision_id: Any) -> HttpRe
         raise Http404("no such decision")
     swapped = p.views.swapped_supports(d, old.id, new.id)
     if isinstance(swapped, str):
-        return _cite_refused(request, p, form, f"{d.choice_key} cannot cite revision {new.revision} in one step: "
-                             f"{swapped}.", old=old, dependant=d)
+        return _cite_refused(
+            request,
+            p,
+            form,
+            f"{d.choice_key} cannot cite revision {new.revision} in one step: {swapped}.",
+            old=old,
+            dependant=d,
+        )
     inputs, fetched = swapped
     result = p.traces.supersede_decision(
-        str(d.id), conclusion=d.conclusion, rationale=d.rationale, explanation=form.cleaned_data["explanation"],
-        assumptions=d.assumptions, open_questions=d.open_questions, supports=inputs, fetched=fetched,
+        str(d.id),
+        conclusion=d.conclusion,
+        rationale=d.rationale,
+        explanation=form.cleaned_data["explanation"],
+        assumptions=d.assumptions,
+        open_questions=d.open_questions,
+        supports=inputs,
+        fetched=fetched,
         request_id=form.cleaned_data["request_id"],
     )
     if not result.recorded:
         return _cite_refused(request, p, form, _refusal(p, d, result.error), old=old, dependant=d)
-    messages.success(request, f"{d.choice_key} now cites revision {new.revision} of {new.choice_key} "
-                              f"(its revision {result.decision.revision}).")
+    messages.success(
+        request,
+        f"{d.choice_key} now cites revision {new.revision} of {new.choice_key} "
+        f"(its revision {result.decision.revision}).",
+    )
     return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(old.id)}))
 
 
-def _cite_refused(request: HttpRequest, p: Project, form: CiteInsteadForm, sentence: str, *,
-                  old: Decision | None = None, dependant: Decision | None = None) -> HttpResponse:
+def _cite_refused(
+    request: HttpRequest,
+    p: Project,
+    form: CiteInsteadForm,
+    sentence: str,
+    *,
+    old: Decision | None = None,
+    dependant: Decision | None = None,
+) -> HttpResponse:
     """The page of the replaced revision again, the sentence above its
     dependants, what the person typed kept in the dependant's form."""
     if old is None:
@@ -389,6 +475,11 @@ def _cite_refused(request: HttpRequest, p: Project, form: CiteInsteadForm, sente
     if old is None:
         raise Http404("no such decision")
     context = _decision_context(request, p, old)
-    context.update({"cite_error": sentence, "cite_for": str(dependant.id) if dependant else "",
-                    "cite_typed": str(form.data.get("explanation", ""))})
+    context.update(
+        {
+            "cite_error": sentence,
+            "cite_for": str(dependant.id) if dependant else "",
+            "cite_typed": str(form.data.get("explanation", "")),
+        }
+    )
     return render(request, PAGE, context, status=200 if request.htmx else 400)

@@ -25,7 +25,7 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -72,8 +72,9 @@ def workbench_project(store: GraphStore, project: str) -> dict[str, Any]:
     graph = Graph(store, project_id=project, agent_id="bench")
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     history.create_task("wb-oncall", goal="Own the pager")
-    history.load_events("wb-oncall", [{"kind": "tool_result", "name": "search", "payload": f"result {i} " * 30}
-                                      for i in range(1000)])
+    history.load_events(
+        "wb-oncall", [{"kind": "tool_result", "name": "search", "payload": f"result {i} " * 30} for i in range(1000)]
+    )
     old, new = runbook()
     graph.add("wb/runbook", old)
     start = old.index(PASSAGE)
@@ -81,23 +82,53 @@ def workbench_project(store: GraphStore, project: str) -> dict[str, Any]:
     cite = [{"kind": "document", "evidence_id": evidence}]
     flagged = []
     for i in range(40):  # the decisions a reviewer settles, one per request measured
-        flagged.append(traces.record_decision("wb-oncall", choice_key=f"ack-{i}", conclusion="15 minutes",
-                                              rationale="runbook", supports=[*cite, {"kind": "event",
-                                                                                     "task_name": "wb-oncall",
-                                                                                     "seq": 1 + i}],
-                                              fetched=[graph.fetch(evidence)]).decision)
-    base = traces.record_decision("wb-oncall", choice_key="owner", conclusion="Ledger", rationale="r",
-                                  supports=[{"kind": "event", "task_name": "wb-oncall", "seq": 1}]).decision
-    dependants = [traces.record_decision("wb-oncall", choice_key=f"dep-{i}", conclusion="c", rationale="r",
-                                         supports=[{"kind": "decision", "decision_id": str(base.id)}]).decision
-                  for i in range(20)]
-    new_base = traces.supersede_decision(str(base.id), conclusion="Ledger team", rationale="r", explanation="e",
-                                         supports=[{"kind": "event", "task_name": "wb-oncall", "seq": 2}]).decision
+        flagged.append(
+            traces.record_decision(
+                "wb-oncall",
+                choice_key=f"ack-{i}",
+                conclusion="15 minutes",
+                rationale="runbook",
+                supports=[*cite, {"kind": "event", "task_name": "wb-oncall", "seq": 1 + i}],
+                fetched=[graph.fetch(evidence)],
+            ).decision
+        )
+    base = traces.record_decision(
+        "wb-oncall",
+        choice_key="owner",
+        conclusion="Ledger",
+        rationale="r",
+        supports=[{"kind": "event", "task_name": "wb-oncall", "seq": 1}],
+    ).decision
+    dependants = [
+        traces.record_decision(
+            "wb-oncall",
+            choice_key=f"dep-{i}",
+            conclusion="c",
+            rationale="r",
+            supports=[{"kind": "decision", "decision_id": str(base.id)}],
+        ).decision
+        for i in range(20)
+    ]
+    new_base = traces.supersede_decision(
+        str(base.id),
+        conclusion="Ledger team",
+        rationale="r",
+        explanation="e",
+        supports=[{"kind": "event", "task_name": "wb-oncall", "seq": 2}],
+    ).decision
     graph.update("wb/runbook", new)
     while traces.continue_decision_review().moved:
         pass
-    return {"flagged": flagged, "base": base, "new_base": new_base, "dependants": dependants, "old": old,
-            "new": new, "start": start, "graph": graph}
+    return {
+        "flagged": flagged,
+        "base": base,
+        "new_base": new_base,
+        "dependants": dependants,
+        "old": old,
+        "new": new,
+        "start": start,
+        "graph": graph,
+    }
 
 
 def run(title: str, store: GraphStore, decisions: int) -> None:
@@ -145,32 +176,68 @@ def run(title: str, store: GraphStore, decisions: int) -> None:
             assert response.status_code == expect, (url, response.status_code, response.content[:300])
         figures[name] = percentiles(samples)
 
-    form = {"conclusion": "5 minutes", "rationale": "runbook v2", "explanation": "the runbook now says 5",
-            "doc-0-version": str(pick.version)}
-    posts("supersede: the re-anchored passage picked", [
-        (f"{base}/decisions/{d.id}/supersede", {**form, "doc-0": pick.evidence_id, "keep": f"event wb-oncall {2 + i}"})
-        for i, d in enumerate(flagged[1:16])])
-    posts("supersede: other text selected", [
-        (f"{base}/decisions/{d.id}/supersede", {**form, "doc-0": "selection", "doc-0-start": other,
-                                                "doc-0-end": other + 40, "doc-0-text": text[other:other + 40]})
-        for d in flagged[16:31]])
-    posts("cite revision N instead", [
-        (f"{base}/decisions/{d.id}/cite-instead", {"old": str(w["base"].id), "new": str(w["new_base"].id),
-                                                   "explanation": "cite revision 2"})
-        for d in w["dependants"][:15]])
-    posts("reaffirm refused: its actual cause", [
-        (f"{base}/decisions/{d.id}/reaffirm", {"explanation": "holds"}) for d in flagged[31:40]], expect=400)
+    form = {
+        "conclusion": "5 minutes",
+        "rationale": "runbook v2",
+        "explanation": "the runbook now says 5",
+        "doc-0-version": str(pick.version),
+    }
+    posts(
+        "supersede: the re-anchored passage picked",
+        [
+            (
+                f"{base}/decisions/{d.id}/supersede",
+                {**form, "doc-0": pick.evidence_id, "keep": f"event wb-oncall {2 + i}"},
+            )
+            for i, d in enumerate(flagged[1:16])
+        ],
+    )
+    posts(
+        "supersede: other text selected",
+        [
+            (
+                f"{base}/decisions/{d.id}/supersede",
+                {
+                    **form,
+                    "doc-0": "selection",
+                    "doc-0-start": other,
+                    "doc-0-end": other + 40,
+                    "doc-0-text": text[other : other + 40],
+                },
+            )
+            for d in flagged[16:31]
+        ],
+    )
+    posts(
+        "cite revision N instead",
+        [
+            (
+                f"{base}/decisions/{d.id}/cite-instead",
+                {"old": str(w["base"].id), "new": str(w["new_base"].id), "explanation": "cite revision 2"},
+            )
+            for d in w["dependants"][:15]
+        ],
+    )
+    posts(
+        "reaffirm refused: its actual cause",
+        [(f"{base}/decisions/{d.id}/reaffirm", {"explanation": "holds"}) for d in flagged[31:40]],
+        expect=400,
+    )
 
     old, new, start = w["old"], w["new"], w["start"]
+
     def cold(fn: Callable[[], object]) -> float:
         word_diff.cache_clear()
         return _timed(fn)
 
     end = start + len(PASSAGE)
     figures["passage_diff, 100 kB document (no store)"] = percentiles(
-        [cold(lambda: passage_diff(old, new, start, end)) for _ in range(30)])
+        [cold(lambda: passage_diff(old, new, start, end)) for _ in range(30)]
+    )
     figures["closest_match, 100 kB document (no store)"] = percentiles(
-        [cold(lambda: closest_match(old, new, start, end)) for _ in range(30)])
+        [cold(lambda: closest_match(old, new, start, end)) for _ in range(30)]
+    )
+
     def cpu(fn: Callable[[], object]) -> float:  # the work itself, whatever else the machine runs
         word_diff.cache_clear()
         started = time.process_time()
@@ -178,10 +245,12 @@ def run(title: str, store: GraphStore, decisions: int) -> None:
         return (time.process_time() - started) * 1000
 
     figures["passage_diff, 100 kB document, CPU time"] = percentiles(
-        [cpu(lambda: passage_diff(old, new, start, end)) for _ in range(30)])
+        [cpu(lambda: passage_diff(old, new, start, end)) for _ in range(30)]
+    )
     shuffled = " ".join(random.Random(5).sample(old.split(), len(old.split())))
     figures["passage_diff, 100 kB rewritten throughout"] = percentiles(
-        [cold(lambda: passage_diff(old, shuffled, start, end)) for _ in range(10)])
+        [cold(lambda: passage_diff(old, shuffled, start, end)) for _ in range(10)]
+    )
 
     floor = percentiles([_timed(lambda: store.read(project, "RETURN 1 AS one")) for _ in range(500)])[0]
     store.drop_project(project)

@@ -75,11 +75,17 @@ def test_a_moved_passage_can_be_reaffirmed_and_the_core_agrees(world: World) -> 
 
 def test_a_dependant_waits_for_its_review_then_names_the_decision_it_depends_on(world: World) -> None:
     base = world.record("pick-db", "base", "Postgres").decision
-    d = world.record("billing", "db", "Billing on Postgres",
-                     supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}, dep(base)]).decision
+    d = world.record(
+        "billing",
+        "db",
+        "Billing on Postgres",
+        supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}, dep(base)],
+    ).decision
     world.graph.update("adr", ADR.replace("Postgres stays", "MySQL stays"))
     assert views(world).review_actions(fresh(world, d)).blocked == [
-        "its review is not finished", "it depends on base, which needs review"]
+        "its review is not finished",
+        "it depends on base, which needs review",
+    ]
     assert not world.as_("alice").reaffirm_decision(str(d.id)).recorded
     while world.traces.continue_decision_review().moved:
         pass
@@ -105,12 +111,17 @@ def test_a_settled_decision_offers_nothing_and_says_who_settled_it(world: World)
     assert (rejected.reaffirm, rejected.supersede, rejected.reject) == (False, False, False)
     assert re.fullmatch(r"carol rejected this at \d\d:\d\d: duplicate", rejected.settled)
     doc, got = world.cite("adr", PASSAGE)
-    new = world.as_("dave").supersede_decision(str(b.id), conclusion="c", rationale="r", explanation="e",
-                                              supports=[doc], fetched=[got]).decision
+    new = (
+        world.as_("dave")
+        .supersede_decision(str(b.id), conclusion="c", rationale="r", explanation="e", supports=[doc], fetched=[got])
+        .decision
+    )
     superseded = views(world).review_actions(fresh(world, b))
     assert not (superseded.reaffirm or superseded.supersede or superseded.reject)
     assert re.fullmatch(r"dave superseded this at \d\d:\d\d with revision 2", superseded.settled)
-    assert superseded.replaced_by.label == "b · pick-db · revision 2 (active)" and superseded.replaced_by.id == str(new.id)
+    assert superseded.replaced_by.label == "b · pick-db · revision 2 (active)" and superseded.replaced_by.id == str(
+        new.id
+    )
     many = views(world).review_actions_many([fresh(world, a), fresh(world, b), new])
     assert [x.reaffirm for x in many.values()] == [False, False, True]
 
@@ -139,16 +150,18 @@ def test_the_form_offers_the_moved_passage_the_rewording_or_nothing(world: World
 def test_the_form_offers_the_task_log_and_the_active_revision_of_a_cited_decision(world: World) -> None:
     world.history.record_event("pick-db", kind="message", role="user", payload="Postgres, please. " * 20)
     base = world.record("pick-db", "base", "Postgres").decision
-    d = world.record("pick-db", "db", "On Postgres",
-                     supports=[{"kind": "event", "task_name": "pick-db", "seq": 2}, dep(base)]).decision
+    d = world.record(
+        "pick-db", "db", "On Postgres", supports=[{"kind": "event", "task_name": "pick-db", "seq": 2}, dep(base)]
+    ).decision
     choices = views(world).supersede_choices(d)
     assert [(e.seq, e.cited) for e in choices.events] == [(1, False), (2, True)]
     assert choices.events[0].preview == "Which database?" and len(choices.events[1].preview) <= 100
     [pick] = choices.decisions
     assert pick.offer == pick.cited and pick.token == f"decision {base.id}"
     doc, got = world.cite("adr", PASSAGE)
-    new = world.traces.supersede_decision(str(base.id), conclusion="c", rationale="r", explanation="e",
-                                          supports=[doc], fetched=[got]).decision
+    new = world.traces.supersede_decision(
+        str(base.id), conclusion="c", rationale="r", explanation="e", supports=[doc], fetched=[got]
+    ).decision
     [pick] = views(world).supersede_choices(d).decisions
     assert (pick.cited.revision, pick.offer.revision, pick.token) == (1, 2, f"decision {new.id}")
 
@@ -172,22 +185,33 @@ def test_a_selection_is_cited_only_at_the_version_shown(world: World) -> None:
 
 def test_cite_revision_n_instead_swaps_the_old_revision_for_the_new(world: World) -> None:
     base = world.record("pick-db", "base", "Postgres").decision
-    d = world.record("billing", "db", "Billing on Postgres",
-                     supports=[world.cite("adr", PASSAGE)[0], dep(base)],
-                     fetched=[world.cite("adr", PASSAGE)[1]]).decision
+    d = world.record(
+        "billing",
+        "db",
+        "Billing on Postgres",
+        supports=[world.cite("adr", PASSAGE)[0], dep(base)],
+        fetched=[world.cite("adr", PASSAGE)[1]],
+    ).decision
     v = views(world)
     assert [x.swap for x in v.decision_review(base).dependant_views] == [False]  # base is still active
     doc, got = world.cite("adr", PASSAGE)
-    new = world.traces.supersede_decision(str(base.id), conclusion="c", rationale="r", explanation="e",
-                                          supports=[doc], fetched=[got]).decision
+    new = world.traces.supersede_decision(
+        str(base.id), conclusion="c", rationale="r", explanation="e", supports=[doc], fetched=[got]
+    ).decision
     review = v.decision_review(fresh(world, base))
     [dependant] = review.dependant_views
     assert dependant.swap and dependant.name.label == "db · billing · revision 1 (active)"
     assert review.actions.replaced_by.revision == 2
     inputs, fetched = v.swapped_supports(fresh(world, d), base.id, new.id)
     assert inputs[1] == {"kind": "decision", "decision_id": str(new.id)} and len(fetched) == 1
-    result = world.traces.supersede_decision(str(d.id), conclusion="Billing on Postgres", rationale="r",
-                                             explanation="cite revision 2", supports=inputs, fetched=fetched)
+    result = world.traces.supersede_decision(
+        str(d.id),
+        conclusion="Billing on Postgres",
+        rationale="r",
+        explanation="cite revision 2",
+        supports=inputs,
+        fetched=fetched,
+    )
     assert result.recorded
     assert [str(s.decision_id) for s in result.decision.supports if s.kind == "decision"] == [str(new.id)]
 

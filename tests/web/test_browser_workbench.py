@@ -34,7 +34,7 @@ def _fetch(story: Story, evidence: str) -> str:
 
 
 def test_supersede_by_picking_the_reanchored_passage(
-    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any  # noqa: F811
+    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any
 ) -> None:
     base = f"{live_server.url}/p/{story.project}"
     page = login(browser, live_server, "rita")
@@ -62,7 +62,7 @@ def test_supersede_by_picking_the_reanchored_passage(
 
 
 def test_supersede_by_selecting_other_text_with_the_mouse_and_the_keyboard(
-    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any  # noqa: F811
+    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any
 ) -> None:
     base = f"{live_server.url}/p/{story.project}"
     page = login(browser, live_server, "rita")
@@ -70,14 +70,17 @@ def test_supersede_by_selecting_other_text_with_the_mouse_and_the_keyboard(
     box = page.locator("#supersede .pick-text").first
     # the mouse: drag across "We review the choice every quarter."
     box.scroll_into_view_if_needed()
-    rect = box.evaluate("""(box, wanted) => {
+    rect = box.evaluate(
+        """(box, wanted) => {
         const node = Array.from(box.childNodes).find(n => n.nodeType === 3 && n.textContent.includes(wanted));
         const at = node.textContent.indexOf(wanted);
         const range = document.createRange();
         range.setStart(node, at); range.setEnd(node, at + wanted.length);
         const r = range.getClientRects()[0];
         return {x0: r.left, x1: r.right, y: r.top + r.height / 2};
-    }""", "We review the choice every quarter.")
+    }""",
+        "We review the choice every quarter.",
+    )
     page.mouse.move(rect["x0"] + 1, rect["y"])
     page.mouse.down()
     page.mouse.move(rect["x1"] - 1, rect["y"], steps=8)
@@ -91,12 +94,13 @@ def test_supersede_by_selecting_other_text_with_the_mouse_and_the_keyboard(
     page.locator("body").click(position={"x": 2, "y": 2})
     box.focus()
     page.keyboard.press("Shift+ArrowLeft")
-    page.wait_for_function("() => document.querySelector('[name=doc-0-text]').value === 'Orders stay on Postgres'",
-                           timeout=5000)
+    page.wait_for_function(
+        "() => document.querySelector('[name=doc-0-text]').value === 'Orders stay on Postgres'", timeout=5000
+    )
     assert page.input_value("[name=doc-0-text]") == "Orders stay on Postgres"
     text = page.evaluate("document.querySelector('#supersede .pick-text').textContent")
     start = int(page.input_value("[name=doc-0-start]"))
-    assert text[start:int(page.input_value("[name=doc-0-end]"))] == "Orders stay on Postgres"
+    assert text[start : int(page.input_value("[name=doc-0-end]"))] == "Orders stay on Postgres"
 
     # dropping is never silent: the form says so before submit
     page.check("input[name=doc-0][value=drop]")
@@ -117,14 +121,23 @@ def test_supersede_by_selecting_other_text_with_the_mouse_and_the_keyboard(
 
 
 def test_cite_revision_n_instead_on_a_dependant(
-    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any  # noqa: F811
+    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any
 ) -> None:
     traces = _traces(story)
     dependant = traces.record_decision(
-        "on-call", choice_key="pager-rota", conclusion="Rota", rationale="follows the orders choice",
-        supports=[{"kind": "decision", "decision_id": story.clear}]).decision
-    new = traces.supersede_decision(story.clear, conclusion="MySQL 8", rationale="r", explanation="upgrade",
-                                    supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}]).decision
+        "on-call",
+        choice_key="pager-rota",
+        conclusion="Rota",
+        rationale="follows the orders choice",
+        supports=[{"kind": "decision", "decision_id": story.clear}],
+    ).decision
+    new = traces.supersede_decision(
+        story.clear,
+        conclusion="MySQL 8",
+        rationale="r",
+        explanation="upgrade",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    ).decision
     base = f"{live_server.url}/p/{story.project}"
     page = login(browser, live_server, "rita")
     page.goto(f"{base}/decisions/{story.clear}/")

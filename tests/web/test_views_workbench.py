@@ -41,11 +41,23 @@ def _chain(story: Story) -> tuple[Any, Any, Any]:
     """A dependant of story.clear, then story.clear superseded: (dependant, old, new)."""
     traces = _traces(story)
     dependant = traces.record_decision(
-        "on-call", choice_key="pager-rota", conclusion="Rota", rationale="r",
-        supports=[{"kind": "decision", "decision_id": story.clear}]).decision
-    new = _traces(story, "carol").supersede_decision(
-        story.clear, conclusion="MySQL 8", rationale="r", explanation="upgrade",
-        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}]).decision
+        "on-call",
+        choice_key="pager-rota",
+        conclusion="Rota",
+        rationale="r",
+        supports=[{"kind": "decision", "decision_id": story.clear}],
+    ).decision
+    new = (
+        _traces(story, "carol")
+        .supersede_decision(
+            story.clear,
+            conclusion="MySQL 8",
+            rationale="r",
+            explanation="upgrade",
+            supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+        )
+        .decision
+    )
     return dependant, decision(story, story.clear), new
 
 
@@ -53,7 +65,7 @@ def _chain(story: Story) -> tuple[Any, Any, Any]:
 
 
 def test_the_decision_page_names_every_decision_and_shows_no_uuid(story: Story, as_: Any) -> None:
-    dependant, old, new = _chain(story)
+    dependant, _old, new = _chain(story)
     for did in (story.clear, str(new.id), str(dependant.id)):
         text = _text(as_("reviewer").get(f"/p/{story.project}/decisions/{did}/").content.decode())
         assert not UUID.search(text), (did, UUID.search(text))
@@ -72,7 +84,7 @@ def test_a_changed_passage_says_why_instead_of_offering_reaffirm(story: Story, a
     body = as_("reviewer").get(f"/p/{story.project}/decisions/{story.changed}/").content.decode()
     assert "This decision cannot be reaffirmed now" in body
     assert "the cited passage of oncall changed: an hour. → a day." in body
-    assert 'action="/p/%s/decisions/%s/reaffirm"' % (story.project, story.changed) not in body
+    assert f'action="/p/{story.project}/decisions/{story.changed}/reaffirm"' not in body
     assert "reaffirming can work" not in body
     moved = as_("reviewer").get(f"/p/{story.project}/decisions/{story.moved}/").content.decode()
     assert f'action="/p/{story.project}/decisions/{story.moved}/reaffirm"' in moved
@@ -90,10 +102,20 @@ def test_the_queue_card_offers_only_what_can_succeed(story: Story, as_: Any) -> 
 
 def test_a_dependant_waiting_for_review_says_so(story: Story, as_: Any) -> None:
     traces = _traces(story)
-    base = traces.record_decision("on-call", choice_key="pager-ack-sla", conclusion="c", rationale="r",
-                                  supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}]).decision
-    d = traces.record_decision("on-call", choice_key="rota", conclusion="c", rationale="r",
-                               supports=[{"kind": "decision", "decision_id": str(base.id)}]).decision
+    base = traces.record_decision(
+        "on-call",
+        choice_key="pager-ack-sla",
+        conclusion="c",
+        rationale="r",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    ).decision
+    d = traces.record_decision(
+        "on-call",
+        choice_key="rota",
+        conclusion="c",
+        rationale="r",
+        supports=[{"kind": "decision", "decision_id": str(base.id)}],
+    ).decision
     # the base is flagged through an event redaction: it needs review, the dependant waits
     HistoryRetention(get_store(), project_id=story.project, agent_id="dana").redact_event(story.event_id, reason="pii")
     body = as_("reviewer").get(f"/p/{story.project}/decisions/{d.id}/").content.decode()
@@ -125,20 +147,30 @@ def test_a_viewer_sees_no_action_keys_or_hints(story: Story, as_: Any) -> None:
 
 
 def test_a_refused_reaffirm_names_the_changed_passage(story: Story, as_: Any) -> None:
-    response = as_("reviewer").post(f"/p/{story.project}/decisions/{story.changed}/reaffirm",
-                                    {"request_id": "r1", "explanation": "I think it holds"})
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.changed}/reaffirm",
+        {"request_id": "r1", "explanation": "I think it holds"},
+    )
     body = response.content.decode()
     assert response.status_code == 400
     assert "This decision cannot be reaffirmed: the cited passage of oncall changed: an hour. → a day." in body
-    hx = as_("reviewer").post(f"/p/{story.project}/decisions/{story.changed}/reaffirm",
-                              {"request_id": "r2", "explanation": "x"}, HTTP_HX_REQUEST="true").content.decode()
+    hx = (
+        as_("reviewer")
+        .post(
+            f"/p/{story.project}/decisions/{story.changed}/reaffirm",
+            {"request_id": "r2", "explanation": "x"},
+            HTTP_HX_REQUEST="true",
+        )
+        .content.decode()
+    )
     assert "the cited passage of oncall changed: an hour. → a day." in hx and 'class="card decision-card' in hx
 
 
 def test_a_refusal_caused_by_another_person_says_who_did_what_when(story: Story, as_: Any) -> None:
     _chain(story)  # carol superseded story.clear
-    response = as_("reviewer").post(f"/p/{story.project}/decisions/{story.clear}/reject",
-                                    {"request_id": "j1", "reason": "Two databases"})
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.clear}/reject", {"request_id": "j1", "reason": "Two databases"}
+    )
     assert response.status_code == 400
     assert re.search(r"carol superseded this at \d\d:\d\d with revision 2\.", response.content.decode())
 
@@ -155,9 +187,17 @@ def test_supersede_with_the_offered_passage_cites_version_2(story: Story, as_: A
     page = _form(story, client, story.changed)
     [candidate] = re.findall(r'name="doc-0" value="(span:[^"]+)"', page)
     assert "oncall version 2: “within a day.”" in page  # what the new revision will cite
-    response = client.post(f"/p/{story.project}/decisions/{story.changed}/supersede", {
-        "request_id": "p1", "conclusion": "A day", "rationale": "r", "explanation": "the policy says a day",
-        "doc-0": candidate, "doc-0-version": "2"})
+    response = client.post(
+        f"/p/{story.project}/decisions/{story.changed}/supersede",
+        {
+            "request_id": "p1",
+            "conclusion": "A day",
+            "rationale": "r",
+            "explanation": "the policy says a day",
+            "doc-0": candidate,
+            "doc-0-version": "2",
+        },
+    )
     assert response.status_code == 302
     new = _traces(story).list_revisions(story.changed)[-1].decision
     [doc] = [s for s in new.supports if isinstance(s, DocumentSupport)]
@@ -167,9 +207,19 @@ def test_supersede_with_the_offered_passage_cites_version_2(story: Story, as_: A
 def test_supersede_with_offsets_typed_cites_that_text_of_version_2(story: Story, as_: Any) -> None:
     text = _graph(story).current_text("oncall")
     start = text.index("Owners answer pages")
-    response = as_("reviewer").post(f"/p/{story.project}/decisions/{story.changed}/supersede", {
-        "request_id": "p2", "conclusion": "A day", "rationale": "r", "explanation": "e",
-        "doc-0": "selection", "doc-0-version": "2", "doc-0-start": start, "doc-0-end": start + 19})
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.changed}/supersede",
+        {
+            "request_id": "p2",
+            "conclusion": "A day",
+            "rationale": "r",
+            "explanation": "e",
+            "doc-0": "selection",
+            "doc-0-version": "2",
+            "doc-0-start": start,
+            "doc-0-end": start + 19,
+        },
+    )
     assert response.status_code == 302
     new = _traces(story).list_revisions(story.changed)[-1].decision
     assert _graph(story).fetch(new.supports[0].evidence_id).text == "Owners answer pages"
@@ -195,9 +245,22 @@ def test_a_stale_pick_is_refused_and_changes_nothing(story: Story, as_: Any) -> 
     client = as_("reviewer")
     url = f"/p/{story.project}/decisions/{story.changed}/supersede"
     _graph(story).update("oncall", "Owners answer pages within two days.")
-    stale = client.post(url, {"request_id": "s1", "conclusion": "c", "rationale": "r", "explanation": "e",
-                              "doc-0": "selection", "doc-0-version": "2", "doc-0-start": "0", "doc-0-end": "6"})
-    assert stale.status_code == 400 and "oncall changed while you were choosing (now version 3)" in stale.content.decode()
+    stale = client.post(
+        url,
+        {
+            "request_id": "s1",
+            "conclusion": "c",
+            "rationale": "r",
+            "explanation": "e",
+            "doc-0": "selection",
+            "doc-0-version": "2",
+            "doc-0-start": "0",
+            "doc-0-end": "6",
+        },
+    )
+    assert (
+        stale.status_code == 400 and "oncall changed while you were choosing (now version 3)" in stale.content.decode()
+    )
     assert decision(story, story.changed).status is DecisionStatus.active
 
 
@@ -205,25 +268,53 @@ def test_the_form_offers_the_task_log_and_decisions_by_name(story: Story, as_: A
     client = as_("reviewer")
     page = _form(story, client, story.xss)  # on-call, citing event 1 of choose-db
     assert 'value="event choose-db 1"' in page  # the cited event, kept
-    _traces(story).record_decision("choose-db", choice_key="cache", conclusion="Redis", rationale="r",
-                                   supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}])
-    response = client.post(f"/p/{story.project}/decisions/{story.xss}/supersede", {
-        "request_id": "n1", "conclusion": "c", "rationale": "r", "explanation": "e",
-        "keep": "event choose-db 1", "cite_key": "cache", "cite_task": "choose-db"})
+    _traces(story).record_decision(
+        "choose-db",
+        choice_key="cache",
+        conclusion="Redis",
+        rationale="r",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    )
+    response = client.post(
+        f"/p/{story.project}/decisions/{story.xss}/supersede",
+        {
+            "request_id": "n1",
+            "conclusion": "c",
+            "rationale": "r",
+            "explanation": "e",
+            "keep": "event choose-db 1",
+            "cite_key": "cache",
+            "cite_task": "choose-db",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     new = _traces(story).list_revisions(story.xss)[-1].decision
     assert [s.kind for s in new.supports] == ["event", "decision"]
-    missing = client.post(f"/p/{story.project}/decisions/{new.id}/supersede", {
-        "request_id": "n2", "conclusion": "c", "rationale": "r", "explanation": "e", "cite_key": "nope"})
-    assert missing.status_code == 400 and escape("No active decision “nope” in task “on-call”.") in missing.content.decode()
+    missing = client.post(
+        f"/p/{story.project}/decisions/{new.id}/supersede",
+        {"request_id": "n2", "conclusion": "c", "rationale": "r", "explanation": "e", "cite_key": "nope"},
+    )
+    assert (
+        missing.status_code == 400
+        and escape("No active decision “nope” in task “on-call”.") in missing.content.decode()
+    )
 
 
 def test_a_span_typed_with_the_document_key_is_accepted(story: Story, as_: Any) -> None:
     text = _graph(story).current_text("oncall")
     start = text.index("within a day")
-    response = as_("reviewer").post(f"/p/{story.project}/decisions/{story.changed}/supersede", {
-        "request_id": "k1", "conclusion": "c", "rationale": "r", "explanation": "e", "doc-0": "drop",
-        "confirm_drop": "on", "add": f"span:oncall:2:{start}-{start + 12}"})
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.changed}/supersede",
+        {
+            "request_id": "k1",
+            "conclusion": "c",
+            "rationale": "r",
+            "explanation": "e",
+            "doc-0": "drop",
+            "confirm_drop": "on",
+            "add": f"span:oncall:2:{start}-{start + 12}",
+        },
+    )
     assert response.status_code == 302
     new = _traces(story).list_revisions(story.changed)[-1].decision
     assert _graph(story).fetch(new.supports[0].evidence_id).text == "within a day"
@@ -233,20 +324,26 @@ def test_a_span_typed_with_the_document_key_is_accepted(story: Story, as_: Any) 
 
 
 def test_cite_revision_n_instead_in_one_step(story: Story, as_: Any) -> None:
-    dependant, old, new = _chain(story)
+    dependant, _old, new = _chain(story)
     page = as_("reviewer").get(f"/p/{story.project}/decisions/{story.clear}/").content.decode()
     assert "Cite revision 2 instead" in page
     assert escape("Cites revision 2 of orders-db instead of revision 1, which it replaced.") in page
-    assert "Cite revision 2 instead" not in as_("viewer").get(
-        f"/p/{story.project}/decisions/{story.clear}/").content.decode()
-    response = as_("reviewer").post(f"/p/{story.project}/decisions/{dependant.id}/cite-instead", {
-        "request_id": "c1", "old": story.clear, "new": str(new.id), "explanation": "Follows revision 2."})
+    assert (
+        "Cite revision 2 instead"
+        not in as_("viewer").get(f"/p/{story.project}/decisions/{story.clear}/").content.decode()
+    )
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{dependant.id}/cite-instead",
+        {"request_id": "c1", "old": story.clear, "new": str(new.id), "explanation": "Follows revision 2."},
+    )
     assert response.status_code == 302
     latest = _traces(story).list_revisions(str(dependant.id))[-1]
     assert latest.explanation == "Follows revision 2." and latest.decision.conclusion == "Rota"
     assert [str(s.decision_id) for s in latest.decision.supports] == [str(new.id)]
-    again = as_("reviewer").post(f"/p/{story.project}/decisions/{latest.decision.id}/cite-instead", {
-        "request_id": "c2", "old": story.clear, "new": str(new.id), "explanation": "again"})
+    again = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{latest.decision.id}/cite-instead",
+        {"request_id": "c2", "old": story.clear, "new": str(new.id), "explanation": "again"},
+    )
     assert again.status_code == 400 and "does not cite that revision" in again.content.decode()
 
 
@@ -258,16 +355,27 @@ def test_and_next_lands_on_the_next_decision_of_the_group(story: Story, as_: Any
     for key in ("a", "b"):
         at = text.index("We review")
         evidence = graph.span_evidence_id("runbook", at, at + 9)
-        ids.append(str(traces.record_decision("choose-db", choice_key=key, conclusion="c", rationale="r",
-                                              supports=[{"kind": "document", "evidence_id": evidence}],
-                                              fetched=[graph.fetch(evidence)]).decision.id))
+        ids.append(
+            str(
+                traces.record_decision(
+                    "choose-db",
+                    choice_key=key,
+                    conclusion="c",
+                    rationale="r",
+                    supports=[{"kind": "document", "evidence_id": evidence}],
+                    fetched=[graph.fetch(evidence)],
+                ).decision.id
+            )
+        )
     graph.update("runbook", "Another preface.\n\n" + text)
     client = as_("reviewer")
     page = client.get(f"/p/{story.project}/decisions/{ids[0]}/").content.decode()
     assert "Reaffirm and next" in page
-    first = client.post(f"/p/{story.project}/decisions/{ids[0]}/reaffirm",
-                        {"request_id": "n1", "explanation": "holds", "then": "next"})
+    first = client.post(
+        f"/p/{story.project}/decisions/{ids[0]}/reaffirm", {"request_id": "n1", "explanation": "holds", "then": "next"}
+    )
     assert first.status_code == 302 and first["Location"] == f"/p/{story.project}/decisions/{ids[1]}/"
-    last = client.post(f"/p/{story.project}/decisions/{ids[1]}/reject",
-                       {"request_id": "n2", "reason": "dup", "then": "next"})
+    last = client.post(
+        f"/p/{story.project}/decisions/{ids[1]}/reject", {"request_id": "n2", "reason": "dup", "then": "next"}
+    )
     assert last.status_code == 302 and last["Location"] == f"/p/{story.project}/review/"
