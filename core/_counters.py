@@ -40,8 +40,13 @@ def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
     counts for, in the order of :data:`_ALL`."""
     is_open = bool(row.get("open"))
     state = row.get("state")
-    return (int(row.get("status") == "active"), int(is_open), int(is_open and state == "needs_review"),
-            int(is_open and state == "unknown"), int(is_open and bool(row.get("queued"))))
+    return (
+        int(row.get("status") == "active"),
+        int(is_open),
+        int(is_open and state == "needs_review"),
+        int(is_open and state == "unknown"),
+        int(is_open and bool(row.get("queued"))),
+    )
 
 
 class Tally:
@@ -63,8 +68,15 @@ class Tally:
     counted stays so: the first read counts it (:func:`recount`,
     :func:`task_state`), and from then on every unit keeps it."""
 
-    def __init__(self, tx: Tx, project_id: str, ids: list[str], *, new: dict[str, str] | None = None,
-                 known: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        tx: Tx,
+        project_id: str,
+        ids: list[str],
+        *,
+        new: dict[str, str] | None = None,
+        known: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.project_id = project_id
         # id -> (task id, raw queued flag, what it counts for now); and the
         # counts of those whose outcome is certain
@@ -124,10 +136,16 @@ class Tally:
             "SET k.active = toInteger(k.active + active - b_active), k.open = toInteger(k.open + open - b_open) "
             f"WITH {', '.join(f'sum({k}) AS {k}' for k in COUNTERS)} "
             "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
-            + "SET " + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS),
-            {"groups": [{"tid": tid, "ids": sorted(ids), "b_active": b[0], "b_open": b[1]}
-                        for tid, (b, ids) in sorted(tasks.items())],
-             "qid": queue_node_id(self.project_id), **{f"b_{k}": before[_ALL.index(k)] for k in COUNTERS}},
+            + "SET "
+            + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS),
+            {
+                "groups": [
+                    {"tid": tid, "ids": sorted(ids), "b_active": b[0], "b_open": b[1]}
+                    for tid, (b, ids) in sorted(tasks.items())
+                ],
+                "qid": queue_node_id(self.project_id),
+                **{f"b_{k}": before[_ALL.index(k)] for k in COUNTERS},
+            },
         )
         self.rows, self.after = {}, {}
 
@@ -157,7 +175,8 @@ def recount(store: Any, project_id: str) -> dict[str, int]:
         counts = {k: int(row[0][k] or 0) if row else 0 for k in COUNTERS}
         tx.write(
             "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
-            + "SET " + ", ".join(f"q.{k} = ${k}" for k in COUNTERS),
+            + "SET "
+            + ", ".join(f"q.{k} = ${k}" for k in COUNTERS),
             {"qid": queue_node_id(project_id), "p": project_id, **counts},
         )
         return counts
@@ -188,10 +207,13 @@ def take_numbers(tx: Tx, tids: list[str]) -> dict[str, int]:
     first write."""
     if not tx.serializable or not tids:
         return {}
-    return {r["id"]: int(r["seq"]) for r in tx.read(
-        "UNWIND $ids AS id MATCH (k:TaskDecisions {id: id}) WHERE k.seq IS NOT NULL RETURN id, k.seq AS seq",
-        {"ids": sorted(set(tids))},
-    )}
+    return {
+        r["id"]: int(r["seq"])
+        for r in tx.read(
+            "UNWIND $ids AS id MATCH (k:TaskDecisions {id: id}) WHERE k.seq IS NOT NULL RETURN id, k.seq AS seq",
+            {"ids": sorted(set(tids))},
+        )
+    }
 
 
 def number_new(tx: Tx, rows: list[dict[str, Any]], numbers: dict[str, int]) -> None:
@@ -221,8 +243,9 @@ def start_task(tx: Tx, project_id: str, tid: str) -> None:
         "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}
     ):
         return
-    tx.write("CREATE (:TaskDecisions {id: $id, project_id: $p, seq: 0, active: 0, open: 0})",
-             {"id": tid, "p": project_id})
+    tx.write(
+        "CREATE (:TaskDecisions {id: $id, project_id: $p, seq: 0, active: 0, open: 0})", {"id": tid, "p": project_id}
+    )
 
 
 def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
@@ -231,8 +254,11 @@ def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
     unit, first, and its active decisions numbered in creation order."""
     if not store.serializable_units:
         return None
-    rows = store.read(project_id, "MATCH (k:TaskDecisions {id: $id}) RETURN k.seq AS seq, k.active AS active, "
-                      "k.open AS open", {"id": tid})
+    rows = store.read(
+        project_id,
+        "MATCH (k:TaskDecisions {id: $id}) RETURN k.seq AS seq, k.active AS active, k.open AS open",
+        {"id": tid},
+    )
     if rows and all(rows[0][k] is not None for k in ("seq", *TASK_COUNTERS)):
         return {k: int(rows[0][k]) for k in ("seq", *TASK_COUNTERS)}
     if not store.read(project_id, "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}):

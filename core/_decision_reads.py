@@ -96,7 +96,8 @@ class DecisionReads:
         if known["task"] is None and known["n"] == 0:
             return DecisionPageLookup(found=False)
         decisions = read_decisions(
-            self.store, self.project_id,
+            self.store,
+            self.project_id,
             "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND ($all OR d.status = 'active') "
             f"WITH d ORDER BY d.created_at DESC, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
             {"tid": tid, "p": self.project_id, "all": include_history, "skip": offset, "n": limit},
@@ -149,18 +150,18 @@ class DecisionReads:
         elif task_only:
             state = _counters.task_state(self.store, self.project_id, params["tid"])
             kept = None if state is None else state["open"]
-        count = kept if kept is not None else self.store.read(
-            self.project_id, f"{match} RETURN count(d) AS n", params
-        )[0]["n"]
+        count = (
+            kept
+            if kept is not None
+            else self.store.read(self.project_id, f"{match} RETURN count(d) AS n", params)[0]["n"]
+        )
         if not count or offset >= count:
             return DecisionReviewList(count=count)
         scope = "" if whole_queue else params["tid"] if task_only else None
         decisions = self._queue_page(where[1:], params, count, scope=scope)
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
 
-    def _queue_page(
-        self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None
-    ) -> list[Decision]:
+    def _queue_page(self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None) -> list[Decision]:
         """One page of the queue in ``queue_pos`` order.
 
         Sorting every flagged decision costs time in proportion to the queue,
@@ -181,15 +182,20 @@ class DecisionReads:
             below = filters if scope else ""
             if head is None and scope is None:
                 head, below = heads.get((self.project_id, "")), ""
-            if head is not None and self.store.read(
-                self.project_id, f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
-                {**params, "head": head},
-            )[0]["n"]:
+            if (
+                head is not None
+                and self.store.read(
+                    self.project_id,
+                    f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                    {**params, "head": head},
+                )[0]["n"]
+            ):
                 head = None  # something entered below it (a clock set back): find it again
             if head is None:
                 head = self.store.read(
-                    self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} "
-                    "RETURN min(d.queue_pos) AS lo", params,
+                    self.project_id,
+                    f"MATCH (d:Decision) WHERE d.review_open = true{filters} RETURN min(d.queue_pos) AS lo",
+                    params,
                 )[0]["lo"]
             end = _review.Positions().base + (60_000 << 20)  # a minute from now: past every position
             width = 1024
@@ -208,7 +214,10 @@ class DecisionReads:
                     return [_decision(r) for r in rows]
                 width *= 64
         return read_decisions(
-            self.store, self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params,
+            self.store,
+            self.project_id,
+            f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}",
+            params,
         )
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
@@ -241,8 +250,12 @@ class DecisionReads:
         kept = _counters.kept_counts(self.store, self.project_id)
         if kept is None:
             return self.review_summary(causes=1)[0]
-        return {"needs_review": kept["needs_review"], "unknown": kept["unknown"], "queued": kept["queued"],
-                "conflicts": self._conflict_count()}
+        return {
+            "needs_review": kept["needs_review"],
+            "unknown": kept["unknown"],
+            "queued": kept["queued"],
+            "conflicts": self._conflict_count(),
+        }
 
     def _conflict_count(self) -> int:
         return self.store.read(
@@ -278,14 +291,9 @@ class DecisionReads:
             f"OPTIONAL MATCH (t:Task {{id: d.task_id}}) RETURN {_DECISION_FIELDS}, t.goal AS goal",
             params,
         )
-        return [
-            DecisionHit(decision=_decision(r), task_goal=r["goal"] or "")
-            for r in rows
-        ]
+        return [DecisionHit(decision=_decision(r), task_goal=r["goal"] or "") for r in rows]
 
-    def list_support_history(
-        self, decision_id: str, *, after_ordinal: int = -1, limit: int = 20
-    ) -> SupportHistoryPage:
+    def list_support_history(self, decision_id: str, *, after_ordinal: int = -1, limit: int = 20) -> SupportHistoryPage:
         """Every support the decision has had, current or replaced at a review,
         in the order they were recorded."""
         did = decision_arg(decision_id)
@@ -306,8 +314,11 @@ class DecisionReads:
             data = json.loads(r["data"])
             data["current"] = r["current"]
             if r["reviewed_by"] is not None:
-                data.update(reviewed_by=r["reviewed_by"], reviewed_at=r["reviewed_at"],
-                            review_explanation=r["review_explanation"])
+                data.update(
+                    reviewed_by=r["reviewed_by"],
+                    reviewed_at=r["reviewed_at"],
+                    review_explanation=r["review_explanation"],
+                )
             supports.append(SUPPORT.validate_python(data))
         truncated = len(rows) > limit
         return SupportHistoryPage(
@@ -339,8 +350,12 @@ class DecisionReads:
                 self.project_id,
                 f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} WITH ch ORDER BY ch.key "
                 "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
-                {"tid": c.task_id(self.project_id, task_name), "sep": "\x1f", "p": self.project_id,
-                 "n": max_groups + 1},
+                {
+                    "tid": c.task_id(self.project_id, task_name),
+                    "sep": "\x1f",
+                    "p": self.project_id,
+                    "n": max_groups + 1,
+                },
             )
         shown = [k["key"] for k in keys[:max_groups]]
         if not shown:
@@ -356,7 +371,8 @@ class DecisionReads:
             grouped[r.pop("group_key")].append(_decision(r))
         groups = [
             ConflictGroup(
-                choice_key=k, decisions=grouped[k][:CONFLICT_DECISIONS_MAX],
+                choice_key=k,
+                decisions=grouped[k][:CONFLICT_DECISIONS_MAX],
                 truncated=len(grouped[k]) > CONFLICT_DECISIONS_MAX,
             )
             for k in shown
@@ -378,10 +394,7 @@ class DecisionReads:
             f"RETURN {_DECISION_FIELDS}, d.explanation AS explanation ORDER BY d.revision",
             {"tid": row["task_id"], "key": row["choice_key"], "p": self.project_id},
         )
-        return [
-            Revision(decision=_decision(r), explanation=r["explanation"])
-            for r in rows
-        ]
+        return [Revision(decision=_decision(r), explanation=r["explanation"]) for r in rows]
 
     def list_dependants(self, decision_id: str, *, limit: int = 50) -> list[Decision]:
         """Decisions whose current supports cite this one."""
@@ -390,7 +403,8 @@ class DecisionReads:
         if did is None:
             return []
         return read_decisions(
-            self.store, self.project_id,
+            self.store,
+            self.project_id,
             "MATCH (x:Decision {id: $id}) WITH x MATCH (x)<-[:DEPENDS_ON]-(d:Decision) WHERE d.project_id = $p "
             f"WITH d ORDER BY d.created_at DESC LIMIT $n RETURN {_DECISION_FIELDS}",
             {"id": did, "p": self.project_id, "n": limit},
@@ -402,7 +416,8 @@ class DecisionReads:
         if not wanted:
             return {}
         found = read_decisions(
-            self.store, self.project_id,
+            self.store,
+            self.project_id,
             f"UNWIND $ids AS id MATCH (d:Decision {{id: id}}) WHERE d.project_id = $p RETURN {_DECISION_FIELDS}",
             {"ids": wanted, "p": self.project_id},
         )
@@ -421,23 +436,33 @@ class DecisionReads:
         else:
             count = self.store.read(
                 self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' RETURN count(d) AS n",
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+                "RETURN count(d) AS n",
                 {"tid": tid, "p": self.project_id},
             )[0]["n"]
-            active = read_decisions(
-                self.store, self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-                f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {_DECISION_FIELDS}",
-                {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
-            ) if count else []
+            active = (
+                read_decisions(
+                    self.store,
+                    self.project_id,
+                    "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+                    f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {_DECISION_FIELDS}",
+                    {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
+                )
+                if count
+                else []
+            )
         if not count:
             return {}
         nothing_open = state is not None and not state["open"]
         review = [] if nothing_open else self.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
         conflicts = self.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
         return {
-            "decisions": active, "decision_count": count, "decisions_truncated": count > len(active),
-            "review_decisions": review, "conflicts": conflicts.groups, "conflicts_truncated": conflicts.truncated,
+            "decisions": active,
+            "decision_count": count,
+            "decisions_truncated": count > len(active),
+            "review_decisions": review,
+            "conflicts": conflicts.groups,
+            "conflicts_truncated": conflicts.truncated,
         }
 
     def _newest_active(self, tid: str, top: int) -> list[Any]:
@@ -450,7 +475,8 @@ class DecisionReads:
         while True:
             low = max(0, top - width + 1)
             found = read_decisions(
-                self.store, self.project_id,
+                self.store,
+                self.project_id,
                 "MATCH (d:Decision) WHERE d.task_id = $tid AND d.active_seq >= $low "
                 f"WITH d ORDER BY d.active_seq DESC LIMIT $n RETURN {_DECISION_FIELDS}",
                 {"tid": tid, "low": low, "n": VIEW_DECISIONS},

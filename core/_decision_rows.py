@@ -76,7 +76,9 @@ def read_decision(reader: GraphStore | Tx, project_id: str, did: str) -> dict[st
 
 
 def write_new_decisions(
-    tx: Tx, project_id: str, planned: list[tuple[Decision, Resolved, str | None, str | None]],
+    tx: Tx,
+    project_id: str,
+    planned: list[tuple[Decision, Resolved, str | None, str | None]],
     numbers: dict[str, int] | None = None,
 ) -> None:
     """Queue the writes of new decisions (each with its checked supports,
@@ -97,8 +99,14 @@ def write_new_decisions(
         events += [{"d": did, "e": e} for e in resolved.events]
         deps += [{"d": did, "y": y} for y in resolved.deps]
         records += [
-            {"id": support_record_id(did, i), "project_id": project_id, "decision_id": did, "ordinal": i,
-             "current": True, "data": support.model_dump_json()}
+            {
+                "id": support_record_id(did, i),
+                "project_id": project_id,
+                "decision_id": did,
+                "ordinal": i,
+                "current": True,
+                "data": support.model_dump_json(),
+            }
             for i, support in enumerate(decision.supports)
         ]
     tally = _counters.Tally(tx, project_id, [], new={n["id"]: n["task_id"] for n in nodes})
@@ -143,19 +151,33 @@ def _node_row(
     flagged = decision.review_state is not ReviewState.clear
     at = c.iso(decision.created_at)
     return {
-        "id": did, "project_id": project_id, "task_id": str(decision.task_id), "task_name": decision.task_name,
-        "choice_key": decision.choice_key, "choice_id": c.choice_node_id(project_id, decision.choice_key),
-        "revision": decision.revision, "conclusion": decision.conclusion,
-        "conclusion_norm": normalized(decision.conclusion), "rationale": decision.rationale,
-        "assumptions": decision.assumptions, "open_questions": decision.open_questions,
-        "author": decision.author, "status": decision.status.value, "review_state": decision.review_state.value,
+        "id": did,
+        "project_id": project_id,
+        "task_id": str(decision.task_id),
+        "task_name": decision.task_name,
+        "choice_key": decision.choice_key,
+        "choice_id": c.choice_node_id(project_id, decision.choice_key),
+        "revision": decision.revision,
+        "conclusion": decision.conclusion,
+        "conclusion_norm": normalized(decision.conclusion),
+        "rationale": decision.rationale,
+        "assumptions": decision.assumptions,
+        "open_questions": decision.open_questions,
+        "author": decision.author,
+        "status": decision.status.value,
+        "review_state": decision.review_state.value,
         "review_reason": decision.review_reason.value if decision.review_reason else None,
-        "created_at": at, "supports": dump_supports(decision.supports),
-        "active_key": f"{decision.task_id}\x1f{decision.choice_key}", "explanation": explanation,
-        "supersedes": supersedes, "support_seq": len(decision.supports),
-        "review_open": True if flagged else None, "flagged_at": at if flagged else None,
+        "created_at": at,
+        "supports": dump_supports(decision.supports),
+        "active_key": f"{decision.task_id}\x1f{decision.choice_key}",
+        "explanation": explanation,
+        "supersedes": supersedes,
+        "support_seq": len(decision.supports),
+        "review_open": True if flagged else None,
+        "flagged_at": at if flagged else None,
         "queue_pos": positions.take(1)[0] if flagged else None,
-        "flag_depth": 0 if flagged else None, "root_cause": _causes.recording_cause(did) if flagged else None,
+        "flag_depth": 0 if flagged else None,
+        "root_cause": _causes.recording_cause(did) if flagged else None,
     }
 
 
@@ -183,8 +205,9 @@ def next_generation(tx: Tx, tid: str) -> int:
     """The generation of a task about to be created with id ``tid``: the
     first whose detached id holds no kept decisions."""
     generation = 0
-    while tx.read("MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1",
-                  {"id": c.detached_task_id(tid, generation)}):
+    while tx.read(
+        "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": c.detached_task_id(tid, generation)}
+    ):
         generation += 1
     return generation
 

@@ -43,7 +43,8 @@ def encode_span(document_id: str | uuid.UUID, activation_seq: int, char_start: i
     """The canonical evidence id of ``text[char_start:char_end]`` of one version."""
     if not (0 <= char_start < char_end) or activation_seq < 1:
         raise MalformedEvidenceIdError(
-            f"a span needs 0 <= start < end and a version from 1, not {char_start}-{char_end} of version {activation_seq}"
+            "a span needs 0 <= start < end and a version from 1, "
+            f"not {char_start}-{char_end} of version {activation_seq}"
         )
     return f"span:{uuid.UUID(str(document_id))}:{activation_seq}:{char_start}-{char_end}"
 
@@ -66,7 +67,9 @@ def decode_evidence_id(evidence_id: Any) -> EvidenceRef:
             raise MalformedEvidenceIdError(f"the range {start}-{end} is empty or reversed")
         if seq < 1:
             raise MalformedEvidenceIdError("versions are numbered from 1")
-        return EvidenceRef(kind=EvidenceKind.span, document_node_id=doc, activation_seq=seq, char_start=start, char_end=end)
+        return EvidenceRef(
+            kind=EvidenceKind.span, document_node_id=doc, activation_seq=seq, char_start=start, char_end=end
+        )
     chunk = _CHUNK.fullmatch(evidence_id)
     if chunk:
         doc, seq, index = chunk.group(1), int(chunk.group(2)), int(chunk.group(3))

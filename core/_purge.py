@@ -35,7 +35,7 @@ from ._schema import PURGE_SCHEMA
 from .stores.base import GraphStore
 from .stores.keystore import keys_of, parse_ranges
 
-__all__ = ["PURGE_SCHEMA", "PurgeReport", "Purger", "pending_count", "purge_round", "event_purge_states"]
+__all__ = ["PURGE_SCHEMA", "PurgeReport", "Purger", "event_purge_states", "pending_count", "purge_round"]
 
 
 log = logging.getLogger("reviewer.purge")
@@ -53,8 +53,9 @@ class PurgeReport:
 
 def pending_count(store: GraphStore) -> int:
     return sum(
-        store.read(p, "MATCH (a:Activity) WHERE a.purge = 'pending' AND a.project_id = $p RETURN count(a) AS n",
-                   {"p": p})[0]["n"]
+        store.read(
+            p, "MATCH (a:Activity) WHERE a.purge = 'pending' AND a.project_id = $p RETURN count(a) AS n", {"p": p}
+        )[0]["n"]
         for p in store.list_projects()
     )
 
@@ -91,12 +92,18 @@ def purge_round(store: GraphStore) -> PurgeReport:
         )
         events = [r["target"] for r in rows if r["kind"] == "event"]
         if events:
-            store.write(p, "UNWIND $ids AS id MATCH (e:Event {id: id}) SET e.purged_at = $at", {"ids": events, "at": at})
+            store.write(
+                p, "UNWIND $ids AS id MATCH (e:Event {id: id}) SET e.purged_at = $at", {"ids": events, "at": at}
+            )
         report.covered += len(rows)
     report.at = at
     report.seconds = time.perf_counter() - start
-    log.info("disk purge: %d redactions/deletions covered, %d keys destroyed, in %.1f s",
-             report.covered, report.slots, report.seconds)
+    log.info(
+        "disk purge: %d redactions/deletions covered, %d keys destroyed, in %.1f s",
+        report.covered,
+        report.slots,
+        report.seconds,
+    )
     return report
 
 
@@ -105,8 +112,8 @@ def _scrub_requests(store: GraphStore, project_id: str) -> int:
     ``payload`` emptied (a replay reads the body from the graph)."""
     rows = store.read(
         project_id,
-        "MATCH (r:Request) WHERE r.project_id = $p AND r.result CONTAINS '\"payload\":\"' "
-        "AND NOT r.result CONTAINS '\"payload\":\"\"' RETURN r.id AS id, r.result AS result",
+        'MATCH (r:Request) WHERE r.project_id = $p AND r.result CONTAINS \'"payload":"\' '
+        'AND NOT r.result CONTAINS \'"payload":""\' RETURN r.id AS id, r.result AS result',
         {"p": project_id},
     )
     for row in rows:
@@ -114,8 +121,11 @@ def _scrub_requests(store: GraphStore, project_id: str) -> int:
         event = data.get("event")
         if isinstance(event, dict) and event.get("payload"):
             event["payload"] = ""
-            store.write(project_id, "MATCH (r:Request {id: $id}) SET r.result = $result",
-                        {"id": row["id"], "result": json.dumps(data, separators=(",", ":"))})
+            store.write(
+                project_id,
+                "MATCH (r:Request {id: $id}) SET r.result = $result",
+                {"id": row["id"], "result": json.dumps(data, separators=(",", ":"))},
+            )
     return len(rows)
 
 
@@ -124,8 +134,11 @@ def event_purge_states(store: GraphStore, project_id: str, event_ids: list[str])
     time), or None while that is pending."""
     if not event_ids:
         return {}
-    rows = store.read(project_id, "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.purged_at AS at",
-                      {"ids": event_ids})
+    rows = store.read(
+        project_id,
+        "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.purged_at AS at",
+        {"ids": event_ids},
+    )
     return {r["id"]: r["at"] for r in rows}
 
 
@@ -142,7 +155,7 @@ class Purger:
     QUIET_S = 5.0
     MAX_WAIT_S = 60.0
     _lock = threading.Lock()
-    _running: dict[int, "Purger"] = {}
+    _running: dict[int, Purger] = {}
 
     def __init__(self, store: GraphStore) -> None:
         self.store = store
@@ -155,7 +168,7 @@ class Purger:
         self.last_kick = 0.0
 
     @classmethod
-    def kick(cls, store: GraphStore, *, now: bool = False) -> "Purger":
+    def kick(cls, store: GraphStore, *, now: bool = False) -> Purger:
         with cls._lock:
             purger = cls._running.get(id(store))
             if purger is None or purger.store is not store:

@@ -72,9 +72,16 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         if row["id"] not in found:
             src = by_id[row["source"]]
-            found[row["id"]] = {"id": row["id"], "cause": src.get("cause"), "depth": (src.get("depth") or 0) + 1,
-                                "open": bool(row["open"]), "state": row["state"], "queued": row["queued"],
-                                "task_id": row["task_id"], "status": "active"}
+            found[row["id"]] = {
+                "id": row["id"],
+                "cause": src.get("cause"),
+                "depth": (src.get("depth") or 0) + 1,
+                "open": bool(row["open"]),
+                "state": row["state"],
+                "queued": row["queued"],
+                "task_id": row["task_id"],
+                "status": "active",
+            }
     return list(found.values())
 
 
@@ -127,8 +134,13 @@ def enqueue(
             "x.flagged_at = coalesce(x.flagged_at, $at), x.root_cause = coalesce(x.root_cause, r.cause), "
             "x.flag_depth = coalesce(x.flag_depth, r.depth), "
             "x.review_state = CASE WHEN x.review_state = 'clear' THEN 'unknown' ELSE x.review_state END",
-            {"rows": [{"id": r["id"], "cause": r["cause"], "depth": r["depth"], "pos": pos}
-                      for r, pos in zip(rows, positions.take(len(rows)))], "at": at},
+            {
+                "rows": [
+                    {"id": r["id"], "cause": r["cause"], "depth": r["depth"], "pos": pos}
+                    for r, pos in zip(rows, positions.take(len(rows)))
+                ],
+                "at": at,
+            },
         )
     tally.settle(tx)
 
@@ -210,8 +222,18 @@ def log_activity(
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, action: $action, "
         "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
         "purge: $purge, purge_slots: $slots})",
-        {"id": str(uuid.uuid4()), "p": project_id, "at": at, "actor": actor, "action": action,
-         "kind": target_kind, "target": target_id, "summary": summary[:500], "reason": reason,
-         "imported": c.iso(imported) if imported else None,
-         "purge": "pending" if purge_slots is not None else None, "slots": purge_slots},
+        {
+            "id": str(uuid.uuid4()),
+            "p": project_id,
+            "at": at,
+            "actor": actor,
+            "action": action,
+            "kind": target_kind,
+            "target": target_id,
+            "summary": summary[:500],
+            "reason": reason,
+            "imported": c.iso(imported) if imported else None,
+            "purge": "pending" if purge_slots is not None else None,
+            "slots": purge_slots,
+        },
     )

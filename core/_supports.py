@@ -117,16 +117,24 @@ def parse_fetched(fetched: Any) -> list[FetchResult]:
         raise ValueError(f"fetched: {exc.errors()[0]['msg']}") from exc
 
 
-def document_support(evidence_id: str, ref: EvidenceRef, *, key: str, content_hash: str, **review: Any) -> DocumentSupport:
+def document_support(
+    evidence_id: str, ref: EvidenceRef, *, key: str, content_hash: str, **review: Any
+) -> DocumentSupport:
     """The stored form of a document support citing ``ref`` of the version
     whose key and content hash are given."""
     doc_id = str(ref.document_node_id)
     return DocumentSupport(
-        evidence_id=evidence_id, document_key=key, document_node_id=doc_id,
-        content_hash_prefix=content_hash[:16], content_hash=content_hash,
-        reference_kind=ref.kind, char_start=ref.char_start, char_end=ref.char_end,
+        evidence_id=evidence_id,
+        document_key=key,
+        document_node_id=doc_id,
+        content_hash_prefix=content_hash[:16],
+        content_hash=content_hash,
+        reference_kind=ref.kind,
+        char_start=ref.char_start,
+        char_end=ref.char_end,
         chunk_id=chunk_id(doc_id, ref.activation_seq, ref.chunk_index) if ref.kind is EvidenceKind.chunk else None,
-        recorded_activation_seq=ref.activation_seq, **review,
+        recorded_activation_seq=ref.activation_seq,
+        **review,
     )
 
 
@@ -326,8 +334,12 @@ class BatchSupports:
         out = cls()
         out.project_id = project_id
         tids = sorted({c.task_id(project_id, p["task_name"]) for p in planned})
-        out.generations = {r["id"]: r["g"] or 0 for r in tx.read(
-            "UNWIND $ids AS id MATCH (t:Task {id: id}) RETURN t.id AS id, t.generation AS g", {"ids": tids})}
+        out.generations = {
+            r["id"]: r["g"] or 0
+            for r in tx.read(
+                "UNWIND $ids AS id MATCH (t:Task {id: id}) RETURN t.id AS id, t.generation AS g", {"ids": tids}
+            )
+        }
         if len(out.generations) != len(tids):
             raise ValueError(WriteErrorCode.task_not_found.value)
         keys = [f"{c.task_id(project_id, p['task_name'])}\x1f{p['choice_key']}" for p in planned]
@@ -338,17 +350,24 @@ class BatchSupports:
         inputs = [i for p in planned for i in p["inputs"]]
         event_ids = sorted({out._event_id(i) for i in inputs if isinstance(i, EventSupportInput)})
         if event_ids:
-            out.events = {r["id"] for r in tx.read(
-                "UNWIND $ids AS id MATCH (e:Event {id: id}) WHERE e.project_id = $p AND e.redacted_at IS NULL "
-                "RETURN e.id AS id", {"ids": event_ids, "p": project_id},
-            )}
+            out.events = {
+                r["id"]
+                for r in tx.read(
+                    "UNWIND $ids AS id MATCH (e:Event {id: id}) WHERE e.project_id = $p AND e.redacted_at IS NULL "
+                    "RETURN e.id AS id",
+                    {"ids": event_ids, "p": project_id},
+                )
+            }
         dep_ids = sorted({i.decision_id.lower() for i in inputs if isinstance(i, DecisionSupportInput)})
         if dep_ids:
-            out.deps = {r["id"]: r for r in tx.read(
-                "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.project_id = $p "
-                "RETURN d.id AS id, d.status AS status, d.review_state AS state",
-                {"ids": dep_ids, "p": project_id},
-            )}
+            out.deps = {
+                r["id"]: r
+                for r in tx.read(
+                    "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.project_id = $p "
+                    "RETURN d.id AS id, d.status AS status, d.review_state AS state",
+                    {"ids": dep_ids, "p": project_id},
+                )
+            }
         for i in inputs:
             if isinstance(i, DocumentSupportInput):
                 try:
@@ -357,12 +376,16 @@ class BatchSupports:
                     raise ValueError(WriteErrorCode.support_malformed.value) from None
         if out.refs:
             vids = sorted({version_id(str(r.document_node_id), r.activation_seq) for r in out.refs.values()})
-            out.versions = {r["vid"]: r for r in tx.read(
-                "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) WHERE v.project_id = $p "
-                "MATCH (d:Document {id: v.document_id}) "
-                "WHERE d.deleted_at IS NULL AND d.activation_seq = v.activation_seq "
-                "RETURN vid, v.key AS key, v.content_hash AS hash", {"ids": vids, "p": project_id},
-            )}
+            out.versions = {
+                r["vid"]: r
+                for r in tx.read(
+                    "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) WHERE v.project_id = $p "
+                    "MATCH (d:Document {id: v.document_id}) "
+                    "WHERE d.deleted_at IS NULL AND d.activation_seq = v.activation_seq "
+                    "RETURN vid, v.key AS key, v.content_hash AS hash",
+                    {"ids": vids, "p": project_id},
+                )
+            }
         return out
 
     def _event_id(self, i: EventSupportInput) -> str:
@@ -386,6 +409,7 @@ class BatchSupports:
                 version = self.versions.get(version_id(str(ref.document_node_id), ref.activation_seq))
                 if version is None:
                     raise ValueError(WriteErrorCode.support_document_not_found.value)
-                resolved.add_document(document_support(i.evidence_id, ref, key=version["key"],
-                                                       content_hash=version["hash"]))
+                resolved.add_document(
+                    document_support(i.evidence_id, ref, key=version["key"], content_hash=version["hash"])
+                )
         return resolved

@@ -63,7 +63,7 @@ from .models.write_result import (
 )
 from .stores.base import GraphStore, Tx
 
-__all__ = ["DecisionTraces", "DEFAULT_REAFFIRM_EXPLANATION", "decision_fields", "read_decisions"]
+__all__ = ["DEFAULT_REAFFIRM_EXPLANATION", "DecisionTraces", "decision_fields", "read_decisions"]
 
 DEFAULT_REAFFIRM_EXPLANATION = "Reaffirmed after review."
 REVIEW_BATCH_MAX = 100
@@ -101,19 +101,27 @@ class _Content:
     fetched: list[FetchResult]
 
     @classmethod
-    def parse(cls, conclusion: Any, rationale: Any, supports: Any, assumptions: Any, open_questions: Any,
-              fetched: Any) -> _Content:
+    def parse(
+        cls, conclusion: Any, rationale: Any, supports: Any, assumptions: Any, open_questions: Any, fetched: Any
+    ) -> _Content:
         return cls(
-            conclusion=c.text(conclusion, "conclusion"), rationale=c.text(rationale, "rationale"),
+            conclusion=c.text(conclusion, "conclusion"),
+            rationale=c.text(rationale, "rationale"),
             assumptions=_text_list(assumptions, "assumptions"),
             open_questions=_text_list(open_questions, "open_questions"),
-            inputs=_inputs_or_none(supports), fetched=parse_fetched(fetched),
+            inputs=_inputs_or_none(supports),
+            fetched=parse_fetched(fetched),
         )
 
     def fingerprint(self) -> dict[str, Any]:
         """The arguments a request id is bound to."""
-        return {"conclusion": self.conclusion, "rationale": self.rationale, "assumptions": self.assumptions,
-                "questions": self.open_questions, "supports": [i.model_dump() for i in self.inputs or []]}
+        return {
+            "conclusion": self.conclusion,
+            "rationale": self.rationale,
+            "assumptions": self.assumptions,
+            "questions": self.open_questions,
+            "supports": [i.model_dump() for i in self.inputs or []],
+        }
 
     def warnings(self, resolved: Resolved) -> list[str]:
         return [ReviewReason.source_changed_during_recording.value] if resolved.changed_during_recording else []
@@ -143,14 +151,31 @@ class DecisionTraces(DecisionReads):
         tx.write(
             "MERGE (ch:Choice {id: $id}) SET ch.project_id = $p, ch.key = $key, ch.active = $n, "
             "ch.conflict = $conflict, ch.updated_at = $at",
-            {"id": c.choice_node_id(self.project_id, choice_key), "p": self.project_id, "key": choice_key,
-             "n": len(active), "conflict": True if len(norms) > 1 else None, "at": at},
+            {
+                "id": c.choice_node_id(self.project_id, choice_key),
+                "p": self.project_id,
+                "key": choice_key,
+                "n": len(active),
+                "conflict": True if len(norms) > 1 else None,
+                "at": at,
+            },
         )
 
     def _create(
-        self, tx: Tx, *, task_id: str, task_name: str, choice_key: str, revision: int, content: _Content,
-        resolved: Resolved, explanation: str | None, supersedes: str | None, at: str,
-        numbers: dict[str, int] | None = None, generation: int = 0,
+        self,
+        tx: Tx,
+        *,
+        task_id: str,
+        task_name: str,
+        choice_key: str,
+        revision: int,
+        content: _Content,
+        resolved: Resolved,
+        explanation: str | None,
+        supersedes: str | None,
+        at: str,
+        numbers: dict[str, int] | None = None,
+        generation: int = 0,
     ) -> Decision:
         state, reason = ReviewState.clear, None
         if resolved.changed_during_recording:
@@ -158,17 +183,33 @@ class DecisionTraces(DecisionReads):
         elif resolved.dependency_flagged:
             state, reason = ReviewState.needs_review, ReviewReason.dependency_review
         decision = Decision(
-            id=c.decision_id(task_id, choice_key, revision, generation), task_id=task_id, task_name=task_name,
-            choice_key=choice_key, revision=revision, conclusion=content.conclusion, rationale=content.rationale,
-            assumptions=content.assumptions, open_questions=content.open_questions, author=self.agent_id,
-            status=DecisionStatus.active, review_state=state, review_reason=reason, created_at=at,
+            id=c.decision_id(task_id, choice_key, revision, generation),
+            task_id=task_id,
+            task_name=task_name,
+            choice_key=choice_key,
+            revision=revision,
+            conclusion=content.conclusion,
+            rationale=content.rationale,
+            assumptions=content.assumptions,
+            open_questions=content.open_questions,
+            author=self.agent_id,
+            status=DecisionStatus.active,
+            review_state=state,
+            review_reason=reason,
+            created_at=at,
             supports=resolved.supports,
         )
         write_new_decisions(tx, self.project_id, [(decision, resolved, explanation, supersedes)], numbers)
         return decision
 
     def _begin_decision_write(
-        self, tx: Tx, target: str, replay: c.Replay, result_type: type[Any], *, missing: WriteErrorCode,
+        self,
+        tx: Tx,
+        target: str,
+        replay: c.Replay,
+        result_type: type[Any],
+        *,
+        missing: WriteErrorCode,
         inactive: WriteErrorCode,
     ) -> tuple[Any, dict[str, Any]]:
         """The start of a write to an existing decision: lock it, answer a
@@ -227,7 +268,9 @@ class DecisionTraces(DecisionReads):
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.support_malformed)
         inputs = content.inputs
         replay = c.Replay(
-            self.project_id, request_id, "record_decision",
+            self.project_id,
+            request_id,
+            "record_decision",
             {"task": task_name, "key": choice_key, **content.fingerprint()},
         )
         tid = c.task_id(self.project_id, task_name)
@@ -252,9 +295,17 @@ class DecisionTraces(DecisionReads):
                 return RecordDecisionResult(recorded=False, error=refused.code)
             at = c.iso(c.now())
             decision = self._create(
-                tx, task_id=tid, task_name=task_name, choice_key=choice_key,
-                revision=revision, content=content,
-                resolved=resolved, explanation=None, supersedes=None, at=at, generation=task[0]["g"] or 0,
+                tx,
+                task_id=tid,
+                task_name=task_name,
+                choice_key=choice_key,
+                revision=revision,
+                content=content,
+                resolved=resolved,
+                explanation=None,
+                supersedes=None,
+                at=at,
+                generation=task[0]["g"] or 0,
             )
             norm = normalized(content.conclusion)
             self._write_choice(tx, choice_key, [*active, {"id": str(decision.id), "norm": norm}], at)
@@ -290,7 +341,9 @@ class DecisionTraces(DecisionReads):
         if target is None:
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.supersede_target_invalid)
         replay = c.Replay(
-            self.project_id, request_id, "supersede_decision",
+            self.project_id,
+            request_id,
+            "supersede_decision",
             {"target": target, "explanation": explanation, **content.fingerprint()},
         )
 
@@ -316,7 +369,9 @@ class DecisionTraces(DecisionReads):
 
         return self.store.transact(self.project_id, work)
 
-    def _replace(self, tx: Tx, old: dict[str, Any], content: _Content, resolved: Resolved, explanation: str) -> Decision:
+    def _replace(
+        self, tx: Tx, old: dict[str, Any], content: _Content, resolved: Resolved, explanation: str
+    ) -> Decision:
         """The writes of a supersession: the old revision retired, the new one
         created, what depended on the old one queued for review."""
         target = old["id"]
@@ -331,9 +386,18 @@ class DecisionTraces(DecisionReads):
             {"id": target, "at": at},
         )
         decision = self._create(
-            tx, task_id=old["task_id"], task_name=old["task_name"], choice_key=old["choice_key"],
-            revision=old["revision"] + 1, content=content, resolved=resolved, explanation=explanation,
-            supersedes=target, at=at, numbers=numbers, generation=generation,
+            tx,
+            task_id=old["task_id"],
+            task_name=old["task_name"],
+            choice_key=old["choice_key"],
+            revision=old["revision"] + 1,
+            content=content,
+            resolved=resolved,
+            explanation=explanation,
+            supersedes=target,
+            at=at,
+            numbers=numbers,
+            generation=generation,
         )
         tx.write("MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)})
         _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
@@ -342,9 +406,7 @@ class DecisionTraces(DecisionReads):
         self._activity(tx, "supersede", target, f"{old['choice_key']}: revision {decision.revision}", explanation, at)
         return decision
 
-    def reject_decision(
-        self, decision_id: str, *, reason: str, request_id: str | None = None
-    ) -> RejectDecisionResult:
+    def reject_decision(self, decision_id: str, *, reason: str, request_id: str | None = None) -> RejectDecisionResult:
         target = decision_arg(decision_id)
         reason = c.text(reason, "reason", allow_empty=False)
         if not c.check_request_id(request_id):
@@ -355,8 +417,12 @@ class DecisionTraces(DecisionReads):
 
         def work(tx: Tx) -> RejectDecisionResult:
             answer, old = self._begin_decision_write(
-                tx, target, replay, RejectDecisionResult,
-                missing=WriteErrorCode.decision_not_found, inactive=WriteErrorCode.decision_not_active,
+                tx,
+                target,
+                replay,
+                RejectDecisionResult,
+                missing=WriteErrorCode.decision_not_found,
+                inactive=WriteErrorCode.decision_not_active,
             )
             if answer is not None:
                 return answer
@@ -366,16 +432,23 @@ class DecisionTraces(DecisionReads):
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
                 "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear' "
-                + _review.unset("d", ("review_reason", "active_key", "active_seq", "queued", "queued_at",
-                                      *_review.LEAVE_QUEUE)),
+                + _review.unset(
+                    "d", ("review_reason", "active_key", "active_seq", "queued", "queued_at", *_review.LEAVE_QUEUE)
+                ),
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
             _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
             self._write_choice(tx, old["choice_key"], active, at)
             self._activity(tx, "reject", target, old["choice_key"], reason, at)
             decision = _decision(
-                {**old, "status": DecisionStatus.rejected.value, "rejection_reason": reason,
-                 "rejected_by": self.agent_id, "review_state": ReviewState.clear.value, "review_reason": None}
+                {
+                    **old,
+                    "status": DecisionStatus.rejected.value,
+                    "rejection_reason": reason,
+                    "rejected_by": self.agent_id,
+                    "review_state": ReviewState.clear.value,
+                    "review_reason": None,
+                }
             )
             result = RejectDecisionResult(recorded=True, decision=decision)
             replay.remember(tx, result)
@@ -400,12 +473,18 @@ class DecisionTraces(DecisionReads):
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
         if target is None:
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
-        replay = c.Replay(self.project_id, request_id, "reaffirm_decision", {"target": target, "explanation": explanation})
+        replay = c.Replay(
+            self.project_id, request_id, "reaffirm_decision", {"target": target, "explanation": explanation}
+        )
 
         def work(tx: Tx) -> ReaffirmDecisionResult:
             answer, old = self._begin_decision_write(
-                tx, target, replay, ReaffirmDecisionResult,
-                missing=WriteErrorCode.decision_not_found, inactive=WriteErrorCode.decision_not_active,
+                tx,
+                target,
+                replay,
+                ReaffirmDecisionResult,
+                missing=WriteErrorCode.decision_not_found,
+                inactive=WriteErrorCode.decision_not_active,
             )
             if answer is not None:
                 return answer
@@ -422,8 +501,12 @@ class DecisionTraces(DecisionReads):
             tally.settle(tx)
             self._activity(tx, "reaffirm", target, old["choice_key"], explanation, at)
             decision = _decision(
-                {**old, "review_state": ReviewState.clear.value, "review_reason": None,
-                 "supports": dump_supports(supports)}
+                {
+                    **old,
+                    "review_state": ReviewState.clear.value,
+                    "review_reason": None,
+                    "supports": dump_supports(supports),
+                }
             )
             result = ReaffirmDecisionResult(recorded=True, decision=decision)
             replay.remember(tx, result)
@@ -446,9 +529,14 @@ class DecisionTraces(DecisionReads):
         tx.write(
             "UNWIND $rows AS r CREATE (:SupportRecord {id: r.id, project_id: $p, decision_id: $did, "
             "ordinal: r.ordinal, current: true, data: r.data})",
-            {"p": self.project_id, "did": target,
-             "rows": [{"id": support_record_id(target, first + i), "ordinal": first + i,
-                       "data": s.model_dump_json()} for i, s in enumerate(supports)]},
+            {
+                "p": self.project_id,
+                "did": target,
+                "rows": [
+                    {"id": support_record_id(target, first + i), "ordinal": first + i, "data": s.model_dump_json()}
+                    for i, s in enumerate(supports)
+                ],
+            },
         )
         tx.write("MATCH (d:Decision {id: $id})-[r:CITES_DOC]->() DELETE r", {"id": target})
         if links:
@@ -461,8 +549,13 @@ class DecisionTraces(DecisionReads):
             "MATCH (d:Decision {id: $id}) SET d.supports = $supports, d.support_seq = $n, "
             "d.review_state = 'clear', d.reaffirmed_at = $at, d.reaffirmed_by = $by "
             + _review.unset("d", ("review_reason", *_review.LEAVE_QUEUE)),
-            {"id": target, "supports": dump_supports(supports), "n": first + len(supports), "at": at,
-             "by": self.agent_id},
+            {
+                "id": target,
+                "supports": dump_supports(supports),
+                "n": first + len(supports),
+                "at": at,
+                "by": self.agent_id,
+            },
         )
 
     # -- bulk loading -------------------------------------------------------
@@ -490,13 +583,21 @@ class DecisionTraces(DecisionReads):
                 tid = c.task_id(self.project_id, item["task_name"])
                 flagged = resolved.dependency_flagged
                 decision = Decision(
-                    id=c.decision_id(tid, item["choice_key"], 1, found.generations[tid]), task_id=tid, task_name=item["task_name"],
-                    choice_key=item["choice_key"], revision=1, conclusion=item["conclusion"],
-                    rationale=item["rationale"], assumptions=item["assumptions"],
-                    open_questions=item["open_questions"], author=self.agent_id, status=DecisionStatus.active,
+                    id=c.decision_id(tid, item["choice_key"], 1, found.generations[tid]),
+                    task_id=tid,
+                    task_name=item["task_name"],
+                    choice_key=item["choice_key"],
+                    revision=1,
+                    conclusion=item["conclusion"],
+                    rationale=item["rationale"],
+                    assumptions=item["assumptions"],
+                    open_questions=item["open_questions"],
+                    author=self.agent_id,
+                    status=DecisionStatus.active,
                     review_state=ReviewState.needs_review if flagged else ReviewState.clear,
                     review_reason=ReviewReason.dependency_review if flagged else None,
-                    created_at=at, supports=resolved.supports,
+                    created_at=at,
+                    supports=resolved.supports,
                 )
                 decisions.append((decision, resolved, None, None))
             write_new_decisions(tx, self.project_id, decisions)
@@ -512,8 +613,11 @@ class DecisionTraces(DecisionReads):
             "WITH k, count(d) AS n, collect(DISTINCT d.conclusion_norm) AS norms "
             "MERGE (ch:Choice {id: k.id}) SET ch.project_id = $p, ch.key = k.key, ch.active = n, "
             "ch.conflict = CASE WHEN size(norms) > 1 THEN true ELSE null END, ch.updated_at = $at",
-            {"keys": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys],
-             "p": self.project_id, "at": at},
+            {
+                "keys": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys],
+                "p": self.project_id,
+                "at": at,
+            },
         )
 
     # -- review propagation ----------------------------------------------------
@@ -534,7 +638,8 @@ class DecisionTraces(DecisionReads):
                 "WITH x LIMIT $n "
                 "OPTIONAL MATCH (x)-[:DEPENDS_ON]->(y:Decision) "
                 "RETURN x.id AS id, x.status AS status, x.review_state AS state, x.review_reason AS reason, "
-                "x.root_cause AS cause, x.flag_depth AS depth, collect([y.status, y.review_state, y.root_cause]) AS deps",
+                "x.root_cause AS cause, x.flag_depth AS depth, "
+                "collect([y.status, y.review_state, y.root_cause]) AS deps",
                 {"p": self.project_id, "n": limit},
             )
             if not batch:
@@ -547,7 +652,9 @@ class DecisionTraces(DecisionReads):
             _review.write_review_step(tx, ids, flag_rows, cleared, at)
             _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
             return ReviewProgress(
-                moved=len(ids), flagged=sorted(r["id"] for r in flag_rows), cleared=sorted(cleared),
+                moved=len(ids),
+                flagged=sorted(r["id"] for r in flag_rows),
+                cleared=sorted(cleared),
                 more=len(batch) == limit or bool(queued),
             )
 

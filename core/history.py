@@ -18,8 +18,8 @@ from pydantic import TypeAdapter
 from . import _common as c
 from . import _counters, _decision_rows
 from ._decision_reads import DecisionReads
-from ._steps import resolve_step_supports, step_validities
 from ._schema import CORE_SCHEMA, HISTORY_SCHEMA  # noqa: F401  (HISTORY_SCHEMA: public name kept)
+from ._steps import resolve_step_supports, step_validities
 from ._supports import MalformedSupportError, parse_support_inputs
 from .models.decision import (
     MAX_SUPPORTS,
@@ -167,7 +167,9 @@ class ConversationHistory:
 
         def work(tx: Tx) -> CreateTaskResult:
             earlier = c.replayed(
-                tx, replay, CreateTaskResult,
+                tx,
+                replay,
+                CreateTaskResult,
                 lambda: CreateTaskResult(recorded=False, error=WriteErrorCode.request_id_reused),
             )
             if earlier is not None:
@@ -180,16 +182,30 @@ class ConversationHistory:
                 replay.remember(tx, result)
                 return result
             task = Task(
-                id=tid, project_id=self.project_id, name=name, goal=goal, status=TaskStatus.open,
-                event_seq=0, author=self.agent_id, created_at=c.now(),
+                id=tid,
+                project_id=self.project_id,
+                name=name,
+                goal=goal,
+                status=TaskStatus.open,
+                event_seq=0,
+                author=self.agent_id,
+                created_at=c.now(),
             )
             generation = _decision_rows.next_generation(tx, tid)  # > 0 after a deletion that kept decisions
             _counters.start_task(tx, self.project_id, tid)
             tx.write(
                 "CREATE (t:Task {id: $id, project_id: $p, name: $name, goal: $goal, status: $status, "
                 "event_seq: 0, author: $author, created_at: $at}) SET t.generation = $generation",
-                {"id": tid, "p": self.project_id, "name": name, "goal": goal, "status": task.status.value,
-                 "author": self.agent_id, "at": c.iso(task.created_at), "generation": generation or None},
+                {
+                    "id": tid,
+                    "p": self.project_id,
+                    "name": name,
+                    "goal": goal,
+                    "status": task.status.value,
+                    "author": self.agent_id,
+                    "at": c.iso(task.created_at),
+                    "generation": generation or None,
+                },
             )
             result = CreateTaskResult(recorded=True, task=task)
             replay.remember(tx, result)
@@ -246,9 +262,14 @@ class ConversationHistory:
         counts = {state: row[f"steps_{state.value}"] for state in StepState}
         extra = DecisionReads(self.store, project_id=self.project_id).task_view_decisions(row["name"])
         view = TaskView(
-            task_name=row["name"], goal=row["goal"], status=TaskStatus(row["status"]),
-            last_event_seq=row["event_seq"], steps=steps, step_counts=counts,
-            steps_truncated=steps_truncated, **extra,
+            task_name=row["name"],
+            goal=row["goal"],
+            status=TaskStatus(row["status"]),
+            last_event_seq=row["event_seq"],
+            steps=steps,
+            step_counts=counts,
+            steps_truncated=steps_truncated,
+            **extra,
         )
         return TaskLookup(found=True, view=view)
 
@@ -273,7 +294,9 @@ class ConversationHistory:
             return RecordEventResult(recorded=False, error=WriteErrorCode.invalid_request_id)
         sha, truncated, stored = _cut(payload)
         replay = c.Replay(
-            self.project_id, request_id, "record_event",
+            self.project_id,
+            request_id,
+            "record_event",
             {"task": task_name, "kind": kind.value, "sha": sha, "role": role, "name": name},
         )
         tid = c.task_id(self.project_id, task_name)
@@ -282,15 +305,34 @@ class ConversationHistory:
 
         def new_event(seq: int) -> tuple[RecordEventResult, dict[str, Any]]:
             event = Event(
-                id=c.event_id(tid, seq), task_id=tid, seq=seq, kind=kind, role=role, name=name,
-                payload=stored, payload_sha256=sha, truncated=truncated, author=self.agent_id, at=c.now(),
+                id=c.event_id(tid, seq),
+                task_id=tid,
+                seq=seq,
+                kind=kind,
+                role=role,
+                name=name,
+                payload=stored,
+                payload_sha256=sha,
+                truncated=truncated,
+                author=self.agent_id,
+                at=c.now(),
             )
             if not key:
                 key["slot"], (key["key"],) = keys.new_keys(1)  # on disk before the graph names it
             params = {
-                "tid": tid, "seq": seq, "id": str(event.id), "p": self.project_id, "kind": kind.value,
-                "role": role, "name": name, "ct": seal(key["key"], str(event.id), stored),
-                "slot": key["slot"], "sha": sha, "truncated": truncated, "author": self.agent_id, "at": c.iso(event.at),
+                "tid": tid,
+                "seq": seq,
+                "id": str(event.id),
+                "p": self.project_id,
+                "kind": kind.value,
+                "role": role,
+                "name": name,
+                "ct": seal(key["key"], str(event.id), stored),
+                "slot": key["slot"],
+                "sha": sha,
+                "truncated": truncated,
+                "author": self.agent_id,
+                "at": c.iso(event.at),
             }
             return RecordEventResult(recorded=True, event=event), params
 
@@ -314,9 +356,7 @@ class ConversationHistory:
             self._seq_hint[tid] = result.event.seq
         return result
 
-    def _record_after(
-        self, tid: str, prev: int, new_event: Any, replay: c.Replay
-    ) -> RecordEventResult | None:
+    def _record_after(self, tid: str, prev: int, new_event: Any, replay: c.Replay) -> RecordEventResult | None:
         """The single-statement write of an event numbered ``prev + 1``: a
         compare-and-set on the task's last number (and, with a request id,
         on its request record being absent). None when another writer was
@@ -355,12 +395,16 @@ class ConversationHistory:
             if not isinstance(item, dict):
                 raise ValueError(f"item {n} is not a mapping")
             sha, truncated, stored = _cut(c.text(item.get("payload"), "payload"))
-            rows.append({
-                "kind": c.enum_value(EventKind, item.get("kind"), "kind").value,
-                "role": c.optional_text(item.get("role"), "role"),
-                "name": c.optional_text(item.get("name"), "name"),
-                "payload": stored, "truncated": truncated, "sha": sha,
-            })
+            rows.append(
+                {
+                    "kind": c.enum_value(EventKind, item.get("kind"), "kind").value,
+                    "role": c.optional_text(item.get("role"), "role"),
+                    "name": c.optional_text(item.get("name"), "name"),
+                    "payload": stored,
+                    "truncated": truncated,
+                    "sha": sha,
+                }
+            )
         tid = c.task_id(self.project_id, task_name)
 
         def work(tx: Tx) -> int:
@@ -373,11 +417,19 @@ class ConversationHistory:
             sealed = []
             for n, r in enumerate(rows):
                 eid = c.event_id(tid, first + n)
-                sealed.append({
-                    "seq": first + n, "id": eid, "kind": r["kind"], "role": r["role"], "name": r["name"],
-                    "ct": seal(batch[n], eid, r["payload"]), "slot": first_slot + n, "sha": r["sha"],
-                    "truncated": r["truncated"],
-                })
+                sealed.append(
+                    {
+                        "seq": first + n,
+                        "id": eid,
+                        "kind": r["kind"],
+                        "role": r["role"],
+                        "name": r["name"],
+                        "ct": seal(batch[n], eid, r["payload"]),
+                        "slot": first_slot + n,
+                        "sha": r["sha"],
+                        "truncated": r["truncated"],
+                    }
+                )
             last = first + len(rows) - 1
             tx.write(
                 "MATCH (t:Task {id: $tid}) SET t.event_seq = $last WITH t UNWIND $rows AS r "
@@ -468,9 +520,18 @@ class ConversationHistory:
         if len(inputs) > MAX_SUPPORTS:
             return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
         replay = c.Replay(
-            self.project_id, request_id, "set_step",
-            {"task": task_name, "name": name, "state": state.value, "kind": kind.value,
-             "seq": result_event_seq, "basis": basis.value, "supports": [i.model_dump() for i in inputs]},
+            self.project_id,
+            request_id,
+            "set_step",
+            {
+                "task": task_name,
+                "name": name,
+                "state": state.value,
+                "kind": kind.value,
+                "seq": result_event_seq,
+                "basis": basis.value,
+                "supports": [i.model_dump() for i in inputs],
+            },
         )
         tid = c.task_id(self.project_id, task_name)
 
@@ -484,9 +545,15 @@ class ConversationHistory:
             if supports is None:
                 return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
             step = Step(
-                id=c.step_id(tid, name), task_id=tid, name=name, kind=kind, state=state,
-                result_event_seq=result_event_seq, updated_seq=task["event_seq"],
-                result_basis=basis, result_supports=supports,
+                id=c.step_id(tid, name),
+                task_id=tid,
+                name=name,
+                kind=kind,
+                state=state,
+                result_event_seq=result_event_seq,
+                updated_seq=task["event_seq"],
+                result_basis=basis,
+                result_supports=supports,
             )
             self._write_step(tx, step)
             result = SetStepResult(recorded=True, step=step)
@@ -512,10 +579,18 @@ class ConversationHistory:
             "SET s.project_id = $p, s.task_id = $tid, s.name = $name, s.kind = $kind, s.state = $state, "
             "s.result_event_seq = $seq, s.updated_seq = $updated, s.result_basis = $basis, "
             "s.result_supports = $supports",
-            {"id": str(step.id), "p": self.project_id, "tid": tid, "name": step.name, "kind": step.kind.value,
-             "state": step.state.value, "seq": step.result_event_seq, "updated": step.updated_seq,
-             "basis": step.result_basis.value,
-             "supports": json.dumps([s.model_dump(mode="json") for s in step.result_supports])},
+            {
+                "id": str(step.id),
+                "p": self.project_id,
+                "tid": tid,
+                "name": step.name,
+                "kind": step.kind.value,
+                "state": step.state.value,
+                "seq": step.result_event_seq,
+                "updated": step.updated_seq,
+                "basis": step.result_basis.value,
+                "supports": json.dumps([s.model_dump(mode="json") for s in step.result_supports]),
+            },
         )
 
     def list_steps(self, task_name: str, *, after_name: str | None = None, limit: int = 50) -> StepPage:
@@ -530,9 +605,7 @@ class ConversationHistory:
         )
         summaries = self._summaries([r["step"] for r in rows[:limit]])
         truncated = len(rows) > limit
-        return StepPage(
-            steps=summaries, truncated=truncated, next_after_name=summaries[-1].name if truncated else None
-        )
+        return StepPage(steps=summaries, truncated=truncated, next_after_name=summaries[-1].name if truncated else None)
 
     def _summaries(self, rows: list[dict[str, Any]]) -> list[StepSummary]:
         """Summaries of stored steps (maps of ``_STEP_MAP``), with the
@@ -541,8 +614,11 @@ class ConversationHistory:
         validity = step_validities(self.store, self.project_id, steps)
         return [
             StepSummary.model_validate(
-                {**{k: s[k] for k in _SUMMARY_KEYS}, "result_supports": s["result_supports"],
-                 "result_validity": validity[s["name"]]}
+                {
+                    **{k: s[k] for k in _SUMMARY_KEYS},
+                    "result_supports": s["result_supports"],
+                    "result_validity": validity[s["name"]],
+                }
             )
             for s in steps
         ]

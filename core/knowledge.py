@@ -52,8 +52,15 @@ from .models.knowledge import (
 from .stores.base import GraphStore, Tx
 
 __all__ = [
-    "Graph", "encode_span", "encode_chunk", "decode_evidence_id", "chunk_offsets", "document_node_id",
-    "chunk_id", "MalformedEvidenceIdError", "CHUNK_TARGET",
+    "CHUNK_TARGET",
+    "Graph",
+    "MalformedEvidenceIdError",
+    "chunk_id",
+    "chunk_offsets",
+    "decode_evidence_id",
+    "document_node_id",
+    "encode_chunk",
+    "encode_span",
 ]
 
 _VERSION_FIELDS = (
@@ -136,18 +143,32 @@ class Graph:
             if flagged:  # reads first, so before this unit's writes
                 cause = _causes.document_cause(key, seq)
                 _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at, known=citing)
-            self._write_version(tx, doc_id, key, text, seq=seq, digest=digest, starts=starts, at=at,
-                                new=doc is None)
+            self._write_version(tx, doc_id, key, text, seq=seq, digest=digest, starts=starts, at=at, new=doc is None)
             version = DocumentVersion(
-                document_key=key, document_node_id=doc_id, activation_seq=seq, content_hash=digest,
-                length=len(text), chunk_count=len(starts), created_at=at, author=self.agent_id,
+                document_key=key,
+                document_node_id=doc_id,
+                activation_seq=seq,
+                content_hash=digest,
+                length=len(text),
+                chunk_count=len(starts),
+                created_at=at,
+                author=self.agent_id,
             )
             return DocumentWriteResult(recorded=True, version=version, flagged_decision_ids=sorted(flagged))
 
         return self._unit(doc_id, replay, write)
 
     def _write_version(
-        self, tx: Tx, doc_id: str, key: str, text: str, *, seq: int, digest: str, starts: list[int], at: str,
+        self,
+        tx: Tx,
+        doc_id: str,
+        key: str,
+        text: str,
+        *,
+        seq: int,
+        digest: str,
+        starts: list[int],
+        at: str,
         new: bool,
     ) -> None:
         """The writes of a new current version: the document (created, or
@@ -173,9 +194,19 @@ class Graph:
             "CREATE (:DocVersion {id: $vid, project_id: $p, document_id: $id, key: $key, activation_seq: $seq, "
             "content_hash: $hash, text: $text, length: $length, chunk_starts: $starts, created_at: $at, "
             "author: $author})",
-            {"vid": version_id(doc_id, seq), "p": self.project_id, "id": doc_id, "key": key, "seq": seq,
-             "hash": digest, "text": text, "length": len(text), "starts": starts, "at": at,
-             "author": self.agent_id},
+            {
+                "vid": version_id(doc_id, seq),
+                "p": self.project_id,
+                "id": doc_id,
+                "key": key,
+                "seq": seq,
+                "hash": digest,
+                "text": text,
+                "length": len(text),
+                "starts": starts,
+                "at": at,
+                "author": self.agent_id,
+            },
         )
 
     def delete(self, key: str, *, request_id: str | None = None) -> DocumentWriteResult:
@@ -205,7 +236,9 @@ class Graph:
             if flagged:  # reads first, so before this unit's writes
                 cause = _causes.document_deleted_cause(key, rows[0]["seq"])
                 _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, cause, at, known=citing)
-            tx.write("MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at})
+            tx.write(
+                "MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at}
+            )
             tx.write(
                 "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
                 {"id": doc_id, "at": at},
@@ -274,10 +307,15 @@ class Graph:
         if max_chars is not None and len(passage) > max_chars:
             passage, status = passage[:max_chars], FetchStatus.truncated
         return FetchResult(
-            evidence_id=evidence_id, status=status, text=passage, document_key=row["key"],
-            content_hash=row["hash"], activation_seq=row["seq"],
+            evidence_id=evidence_id,
+            status=status,
+            text=passage,
+            document_key=row["key"],
+            content_hash=row["hash"],
+            activation_seq=row["seq"],
             version_status=VersionStatus.current if row["seq"] == row["current_seq"] else VersionStatus.superseded,
-            char_start=start, char_end=start + len(passage),
+            char_start=start,
+            char_end=start + len(passage),
         )
 
     def source_status(self, key: str) -> SourceState:

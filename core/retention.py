@@ -27,7 +27,7 @@ from .models.retention import (
 from .stores.base import GraphStore, Tx
 from .stores.keystore import keys_of, parse_ranges, slot_ranges
 
-__all__ = ["HistoryRetention", "REDACTED", "ActivityLog", "purge_disk_soon", "disk_purge_states"]
+__all__ = ["REDACTED", "ActivityLog", "HistoryRetention", "disk_purge_states", "purge_disk_soon"]
 
 #: The body of a redacted event.
 REDACTED = "[REDACTED]"
@@ -77,14 +77,20 @@ class HistoryRetention:
                 result = RetentionResult(recorded=True)  # already redacted: nothing more to do
                 replay.remember(tx, result)
                 return result
-            flagged = sorted(r["id"] for r in tx.read(
-                "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
-                "RETURN DISTINCT d.id AS id", {"id": eid},
-            ))
+            flagged = sorted(
+                r["id"]
+                for r in tx.read(
+                    "MATCH (e:Event {id: $id}) WITH e MATCH (e)<-[:CITES_EVENT]-(d:Decision) WHERE d.status = 'active' "
+                    "RETURN DISTINCT d.id AS id",
+                    {"id": eid},
+                )
+            )
             task = tx.read("MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": rows[0]["task_id"]})
             at = c.iso(c.now())
             if flagged:  # reads first, so before this unit's writes
-                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, _causes.redaction_cause(eid), at)
+                _review.flag(
+                    tx, self.project_id, flagged, ReviewReason.source_removed, _causes.redaction_cause(eid), at
+                )
             tx.write(
                 "MATCH (e:Event {id: $id}) SET e.payload = $marker, e.redacted_at = $at, e.redacted_by = $by, "
                 "e.payload_ct = null, e.key_slot = null",
@@ -94,7 +100,15 @@ class HistoryRetention:
             slot = rows[0]["slot"]
             shred[:] = [] if slot is None else [slot]
             _review.log_activity(
-                tx, self.project_id, self.agent_id, "redact", "event", eid, label, reason, at,
+                tx,
+                self.project_id,
+                self.agent_id,
+                "redact",
+                "event",
+                eid,
+                label,
+                reason,
+                at,
                 purge_slots=slot_ranges(shred),
             )
             result = RetentionResult(recorded=True, affected_decision_ids=flagged)
@@ -136,7 +150,10 @@ class HistoryRetention:
                 {"id": tid},
             )
         return {
-            "name": task[0]["name"], "events": task[0]["events"], "steps": steps, "own": own,
+            "name": task[0]["name"],
+            "events": task[0]["events"],
+            "steps": steps,
+            "own": own,
             "own_rows": own_rows,
             "flagged": sorted({r["id"] for r in citing}),
         }
@@ -148,8 +165,11 @@ class HistoryRetention:
         if not plan:
             return TaskDeletionPreview(found=False)
         return TaskDeletionPreview(
-            found=True, events=plan["events"], steps=plan["steps"],
-            decisions=len(plan["own"]) if include_decisions else 0, flagged_decision_ids=plan["flagged"],
+            found=True,
+            events=plan["events"],
+            steps=plan["steps"],
+            decisions=len(plan["own"]) if include_decisions else 0,
+            flagged_decision_ids=plan["flagged"],
         )
 
     def delete_task(
@@ -170,7 +190,9 @@ class HistoryRetention:
             return RetentionResult(recorded=False, error=RetentionErrorCode.invalid_request_id)
         tid = c.task_id(self.project_id, task_name)
         replay = c.Replay(
-            self.project_id, request_id, "delete_task",
+            self.project_id,
+            request_id,
+            "delete_task",
             {"task": task_name, "decisions": include_decisions, "reason": reason},
         )
 
@@ -182,25 +204,41 @@ class HistoryRetention:
             plan = self._deletion_plan(tx, tid, include_decisions)
             if not plan:
                 return RetentionResult(recorded=False, error=RetentionErrorCode.task_not_found)
-            slots = [r["s"] for r in tx.read(
-                "MATCH (e:Event {task_id: $id}) WHERE e.key_slot IS NOT NULL RETURN e.key_slot AS s", {"id": tid}
-            )]
+            slots = [
+                r["s"]
+                for r in tx.read(
+                    "MATCH (e:Event {task_id: $id}) WHERE e.key_slot IS NOT NULL RETURN e.key_slot AS s", {"id": tid}
+                )
+            ]
             shred[:] = slots
             remaining = self._choices_left(tx, tid) if include_decisions and plan["own"] else {}
             at = c.iso(c.now())
-            own = _counters.Tally(
-                tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"]
-            )
+            own = _counters.Tally(tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"])
             if plan["flagged"]:
-                _review.flag(tx, self.project_id, plan["flagged"], ReviewReason.source_removed, _causes.deletion_cause(task_name), at, spread=False)
+                _review.flag(
+                    tx,
+                    self.project_id,
+                    plan["flagged"],
+                    ReviewReason.source_removed,
+                    _causes.deletion_cause(task_name),
+                    at,
+                    spread=False,
+                )
             self._delete_records(tx, tid, plan["own"] if include_decisions else None, own, at)
             self._write_choices(tx, remaining)
-            summary = (
-                f"{task_name}: {plan['events']} events, {plan['steps']} steps, "
-                + (f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept")
+            summary = f"{task_name}: {plan['events']} events, {plan['steps']} steps, " + (
+                f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept"
             )
             _review.log_activity(
-                tx, self.project_id, self.agent_id, "delete_task", "task", tid, summary, reason, at,
+                tx,
+                self.project_id,
+                self.agent_id,
+                "delete_task",
+                "task",
+                tid,
+                summary,
+                reason,
+                at,
                 purge_slots=slot_ranges(slots),
             )
             result = RetentionResult(recorded=True, affected_decision_ids=plan["flagged"])
@@ -248,8 +286,11 @@ class HistoryRetention:
             norms = {a["norm"] for a in active}
             tx.write(
                 "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
-                {"id": c.choice_node_id(self.project_id, key), "n": len(active),
-                 "conflict": True if len(norms) > 1 else None},
+                {
+                    "id": c.choice_node_id(self.project_id, key),
+                    "n": len(active),
+                    "conflict": True if len(norms) > 1 else None,
+                },
             )
 
 

@@ -180,8 +180,14 @@ class ReviewViews:
     CITERS_SHOWN = 200
 
     def __init__(
-        self, store: GraphStore, *, project_id: str, agent_id: str | None = None,
-        traces: DecisionTraces | None = None, history: ConversationHistory | None = None, graph: Graph | None = None,
+        self,
+        store: GraphStore,
+        *,
+        project_id: str,
+        agent_id: str | None = None,
+        traces: DecisionTraces | None = None,
+        history: ConversationHistory | None = None,
+        graph: Graph | None = None,
     ) -> None:
         self.store = store
         self.project_id = project_id
@@ -193,8 +199,14 @@ class ReviewViews:
     # -- the review queue ------------------------------------------------------
 
     def queue_page(
-        self, *, task: str | None = None, reason: str | None = None, state: str | None = None,
-        cause: str | None = None, page: int = 1, page_size: int = 20,
+        self,
+        *,
+        task: str | None = None,
+        reason: str | None = None,
+        state: str | None = None,
+        cause: str | None = None,
+        page: int = 1,
+        page_size: int = 20,
     ) -> QueuePage:
         """A page of the queue; a ``reason`` or ``state`` that is not a queue
         filter is ignored (the page shows the whole queue)."""
@@ -216,8 +228,12 @@ class ReviewViews:
                 groups.append((key, [d]))
         filters = {k: v for k, v in (("task", task), ("reason", reason), ("state", state), ("cause", cause)) if v}
         return QueuePage(
-            result=result, groups=groups, filters=filters, page=page,
-            pages=max(1, -(-result.count // page_size)), counts=self.traces.review_counts(),
+            result=result,
+            groups=groups,
+            filters=filters,
+            page=page,
+            pages=max(1, -(-result.count // page_size)),
+            counts=self.traces.review_counts(),
         )
 
     def root_causes(self, decisions: list[Decision]) -> dict[str, str]:
@@ -273,8 +289,12 @@ class ReviewViews:
         current = self.graph.version_text(s.document_key, info.activation_seq) or ""
         moved = find_nearest(current, passage, start) is not None
         return SupportView(
-            support=s, state="moved" if moved else "changed", passage=passage, recorded_text=recorded or "",
-            current_text=current, current_version=info.activation_seq,
+            support=s,
+            state="moved" if moved else "changed",
+            passage=passage,
+            recorded_text=recorded or "",
+            current_text=current,
+            current_version=info.activation_seq,
         )
 
     def support_choices(self, decision: Decision) -> list[SupportChoice]:

@@ -22,7 +22,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Op", "word_diff", "Piece", "PassageDiff", "passage_diff"]
+__all__ = ["Op", "PassageDiff", "Piece", "passage_diff", "word_diff"]
 
 #: Beyond this many word pairs, a stretch without unique anchors is one replacement.
 EXACT_LIMIT = 40_000
@@ -151,8 +151,9 @@ def _merge(ops: list[Op]) -> list[Op]:
                 out[-1] = Op(tag, last.a0, op.a1, last.b0, op.b1)
                 continue
         out.append(op)
-    return [Op("replace", o.a0, o.a1, o.b0, o.b1) if o.tag != "equal" and o.a0 < o.a1 and o.b0 < o.b1 else o
-            for o in out]
+    return [
+        Op("replace", o.a0, o.a1, o.b0, o.b1) if o.tag != "equal" and o.a0 < o.a1 and o.b0 < o.b1 else o for o in out
+    ]
 
 
 def word_diff(old: str, new: str) -> tuple[list[Op], list[tuple[int, int]], list[tuple[int, int]]]:
@@ -201,8 +202,9 @@ def _line_window(text: str, start: int, end: int, lines: int) -> tuple[int, int]
     return lo + 1, len(text) if hi < 0 else hi
 
 
-def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int = 2,
-                 keep_words: int = 12) -> PassageDiff:
+def passage_diff(
+    old: str, new: str, start: int, end: int, *, context_lines: int = 2, keep_words: int = 12
+) -> PassageDiff:
     """The cited passage ``old[start:end]`` against the current text: the
     words of ``context_lines`` lines either side of it, diffed; the passage
     marked ``cited``; an unchanged stretch of more than ``2 * keep_words``
@@ -241,7 +243,7 @@ def passage_diff(old: str, new: str, start: int, end: int, *, context_lines: int
             rows.append(("change", a0, a1, b0, b1, any(is_cited(i) for i in range(a0, a1))))
 
     def text_of(spans: list[tuple[int, int]], source: str, x0: int, x1: int) -> str:
-        return source[spans[x0][0]:spans[x1 - 1][1]] if x0 < x1 else ""
+        return source[spans[x0][0] : spans[x1 - 1][1]] if x0 < x1 else ""
 
     before: list[Piece] = []
     after: list[Piece] = []

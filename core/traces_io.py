@@ -68,9 +68,19 @@ from .stores import GraphStore
 
 FORMAT_VERSION = 1
 OPERATIONS = (
-    "create_task", "record_event", "set_step", "add_document", "update_document", "delete_document",
-    "record_decision", "supersede_decision", "reject_decision", "reaffirm_decision", "redact_event",
-    "delete_task", "continue_review",
+    "create_task",
+    "record_event",
+    "set_step",
+    "add_document",
+    "update_document",
+    "delete_document",
+    "record_decision",
+    "supersede_decision",
+    "reject_decision",
+    "reaffirm_decision",
+    "redact_event",
+    "delete_task",
+    "continue_review",
 )
 _COMMON = {"op", "project", "agent", "request_id", "at"}
 
@@ -79,8 +89,11 @@ _COMMON = {"op", "project", "agent", "request_id", "at"}
 REFERENCE_FORMS: dict[str, tuple[tuple[str, ...], ...]] = {
     "decision": (("task", "choice_key", "revision"),),  # or the decision id as a string
     "event support": (("kind", "task_name", "seq"),),
-    "document support": (("kind", "evidence_id"), ("kind", "key", "version", "start", "end"),
-                         ("kind", "key", "version", "chunk")),
+    "document support": (
+        ("kind", "evidence_id"),
+        ("kind", "key", "version", "start", "end"),
+        ("kind", "key", "version", "chunk"),
+    ),
     "decision support": (("kind", "decision_id"), ("kind", "task_name", "choice_key", "revision")),
 }
 _INTEGER_FIELDS = {"revision", "seq", "version", "start", "end", "chunk"}
@@ -129,10 +142,10 @@ class Importer:
             raise LineError(f"unknown operation {op!r}; expected one of {', '.join(OPERATIONS)}")
         project = self.project or line.get("project")
         if not isinstance(project, str) or not project:
-            raise LineError("no project: give \"project\" on the line or --project to the importer")
+            raise LineError('no project: give "project" on the line or --project to the importer')
         agent = line.get("agent", "import")
         if not isinstance(agent, str) or not agent:
-            raise LineError("\"agent\" must be a non-empty string")
+            raise LineError('"agent" must be a non-empty string')
         request_id = line.get("request_id") or derived_request_id(line_number, line)
         happened = _time(line.get("at"))
         args = {k: v for k, v in line.items() if k not in _COMMON}
@@ -187,7 +200,7 @@ class Importer:
 
     def _supports_and_fetched(self, project: str, agent: str, raw: Any) -> tuple[list[Any], list[Any]]:
         if not isinstance(raw, list):
-            raise LineError("\"supports\" must be a list")
+            raise LineError('"supports" must be a list')
         supports = [self._support(project, s) for s in raw]
         graph = self._graph(project, agent)
         fetched = [graph.fetch(s["evidence_id"]) for s in supports if s.get("kind") == "document"]
@@ -196,26 +209,30 @@ class Importer:
     def _record_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
         supports, fetched = self._supports_and_fetched(project, agent, a.pop("supports", None))
         return self._traces(project, agent).record_decision(
-            a.pop("task"), supports=supports, fetched=fetched, request_id=rid, **a)
+            a.pop("task"), supports=supports, fetched=fetched, request_id=rid, **a
+        )
 
     def _supersede_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
         target = self._decision(project, a.pop("decision"))
         supports, fetched = self._supports_and_fetched(project, agent, a.pop("supports", None))
         return self._traces(project, agent).supersede_decision(
-            target, supports=supports, fetched=fetched, request_id=rid, **a)
+            target, supports=supports, fetched=fetched, request_id=rid, **a
+        )
 
     def _reject_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
-        return self._traces(project, agent).reject_decision(self._decision(project, a.pop("decision")),
-                                                            request_id=rid, **a)
+        return self._traces(project, agent).reject_decision(
+            self._decision(project, a.pop("decision")), request_id=rid, **a
+        )
 
     def _reaffirm_decision(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
-        return self._traces(project, agent).reaffirm_decision(self._decision(project, a.pop("decision")),
-                                                              request_id=rid, **a)
+        return self._traces(project, agent).reaffirm_decision(
+            self._decision(project, a.pop("decision")), request_id=rid, **a
+        )
 
     def _redact_event(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
         task, seq = a.pop("task"), a.pop("seq")
         if not isinstance(task, str) or not isinstance(seq, int) or isinstance(seq, bool):
-            raise LineError("redact_event needs \"task\" (a name) and \"seq\" (a number)")
+            raise LineError('redact_event needs "task" (a name) and "seq" (a number)')
         eid = c.event_id(c.task_id(project, task), seq)
         return self._retention(project, agent).redact_event(eid, request_id=rid, **a)
 
@@ -235,7 +252,7 @@ class Importer:
         if isinstance(ref, str):
             return ref
         if not isinstance(ref, dict):
-            raise LineError("a decision is named by its id or by {\"task\", \"choice_key\", \"revision\"}")
+            raise LineError('a decision is named by its id or by {"task", "choice_key", "revision"}')
         _check_form("decision", ref)
         return self._decision_id(project, ref["task"], ref["choice_key"], ref["revision"])
 
@@ -243,7 +260,7 @@ class Importer:
         """The id of a revision of a choice in the live task of that name (a
         task created again after a deletion derives its ids anew)."""
         if not isinstance(task, str) or not isinstance(choice_key, str):
-            raise LineError("a decision's \"task\" and \"choice_key\" must be text")
+            raise LineError('a decision\'s "task" and "choice_key" must be text')
         tid = c.task_id(project, task)
         rows = self.store.read(project, "MATCH (t:Task {id: $id}) RETURN t.generation AS g", {"id": tid})
         return c.decision_id(tid, choice_key, revision, int(rows[0]["g"] or 0) if rows else 0)
@@ -253,7 +270,7 @@ class Importer:
             raise LineError("a support must be an object")
         kind = s.get("kind")
         if kind not in ("document", "event", "decision"):
-            raise LineError(f"a support needs \"kind\": document, event or decision (not {kind!r})")
+            raise LineError(f'a support needs "kind": document, event or decision (not {kind!r})')
         fields = _check_form(f"{kind} support", s)
         if kind == "document" and "key" in fields:
             doc = document_node_id(project, c.text(s["key"], "key"))
@@ -261,8 +278,10 @@ class Importer:
                 return {"kind": "document", "evidence_id": encode_chunk(doc, s["version"], s["chunk"])}
             return {"kind": "document", "evidence_id": encode_span(doc, s["version"], s["start"], s["end"])}
         if kind == "decision" and "choice_key" in fields:
-            return {"kind": "decision",
-                    "decision_id": self._decision_id(project, s["task_name"], s["choice_key"], s["revision"])}
+            return {
+                "kind": "decision",
+                "decision_id": self._decision_id(project, s["task_name"], s["choice_key"], s["revision"]),
+            }
         return dict(s)
 
 
@@ -277,16 +296,16 @@ def _check_form(what: str, ref: dict[str, Any]) -> tuple[str, ...]:
             for name in form:
                 value = ref[name]
                 if name in _INTEGER_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
-                    raise LineError(f"{what}: \"{name}\" must be a whole number, not {value!r}")
+                    raise LineError(f'{what}: "{name}" must be a whole number, not {value!r}')
             return form
     closest = min(forms, key=lambda f: len(set(f) ^ given))
     missing = [f for f in closest if f not in given]
     unknown = sorted(given - {f for form in forms for f in form})
     problems = []
     if missing:
-        problems.append("misses " + ", ".join(f"\"{f}\"" for f in missing))
+        problems.append("misses " + ", ".join(f'"{f}"' for f in missing))
     if unknown:
-        problems.append("has unknown " + ", ".join(f"\"{f}\"" for f in unknown))
+        problems.append("has unknown " + ", ".join(f'"{f}"' for f in unknown))
     if not problems:
         problems.append("mixes the fields of two forms")
     takes = " or ".join("{" + ", ".join(form) + "}" for form in forms)
@@ -302,11 +321,12 @@ def _time(value: Any) -> datetime | None:
             return datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             pass
-    raise LineError(f"\"at\" must be an ISO-8601 time such as 2026-03-01T09:30:00Z, not {value!r}")
+    raise LineError(f'"at" must be an ISO-8601 time such as 2026-03-01T09:30:00Z, not {value!r}')
 
 
-def import_lines(store: GraphStore, lines: Iterable[str], *, project: str | None = None
-                 ) -> Iterator[tuple[int, Outcome | LineError]]:
+def import_lines(
+    store: GraphStore, lines: Iterable[str], *, project: str | None = None
+) -> Iterator[tuple[int, Outcome | LineError]]:
     """Apply each line in order; yields (line number, outcome or error).
     A bad line is reported and the import goes on."""
     importer = Importer(store, project=project)
@@ -335,8 +355,9 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
     export.documents()
     tasks = export.tasks_and_events()
     decisions = _all_decisions(export.traces, [t.name for t in tasks])
-    export.ref = {str(d.id): {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision}
-                  for d in decisions}
+    export.ref = {
+        str(d.id): {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision} for d in decisions
+    }
     for task in tasks:
         export.steps(task)
     export.decisions(decisions)
@@ -366,8 +387,7 @@ class _Export:
 
     def at(self, when: Any, rank: int, line: dict[str, Any]) -> None:
         op = line.pop("op")
-        self.timed.append((when, rank, len(self.timed), {"op": op, "project": self.project, **line,
-                                                         "at": c.iso(when)}))
+        self.timed.append((when, rank, len(self.timed), {"op": op, "project": self.project, **line, "at": c.iso(when)}))
 
     def in_order(self) -> Iterator[dict[str, Any]]:
         self.timed.sort(key=lambda t: (t[0], t[1], t[2]))
@@ -375,22 +395,44 @@ class _Export:
 
     def documents(self) -> None:
         """Every version of every document, and the deletions between them."""
-        keys = [r["key"] for r in self.store.read(
-            self.project, "MATCH (d:Document) WHERE d.project_id = $p RETURN d.key AS key ORDER BY key",
-            {"p": self.project})]
+        keys = [
+            r["key"]
+            for r in self.store.read(
+                self.project,
+                "MATCH (d:Document) WHERE d.project_id = $p RETURN d.key AS key ORDER BY key",
+                {"p": self.project},
+            )
+        ]
         for key in keys:
             versions = sorted(self.graph.list_versions(key), key=lambda v: v.activation_seq)
             live = False
             for i, v in enumerate(versions):
                 text = self.graph.version_text(key, v.activation_seq)
                 op = "update_document" if live else "add_document"
-                self.at(v.created_at, 0, {"op": op, "agent": v.author or "import", "key": key, "text": text,
-                                          "request_id": f"export:doc:{key}:{v.activation_seq}"[:64]})
+                self.at(
+                    v.created_at,
+                    0,
+                    {
+                        "op": op,
+                        "agent": v.author or "import",
+                        "key": key,
+                        "text": text,
+                        "request_id": f"export:doc:{key}:{v.activation_seq}"[:64],
+                    },
+                )
                 live = True
                 following = versions[i + 1] if i + 1 < len(versions) else None
                 if v.superseded_at is not None and (following is None or following.created_at != v.superseded_at):
-                    self.at(v.superseded_at, 9, {"op": "delete_document", "agent": "import", "key": key,
-                                                 "request_id": f"export:del:{key}:{v.activation_seq}"[:64]})
+                    self.at(
+                        v.superseded_at,
+                        9,
+                        {
+                            "op": "delete_document",
+                            "agent": "import",
+                            "key": key,
+                            "request_id": f"export:del:{key}:{v.activation_seq}"[:64],
+                        },
+                    )
                     live = False
 
     def tasks_and_events(self) -> list[Any]:
@@ -403,8 +445,17 @@ class _Export:
                 break
             after = page[-1].name
         for task in tasks:
-            self.at(task.created_at, 1, {"op": "create_task", "agent": task.author, "task": task.name,
-                                         "goal": task.goal, "request_id": f"export:task:{task.id}"})
+            self.at(
+                task.created_at,
+                1,
+                {
+                    "op": "create_task",
+                    "agent": task.author,
+                    "task": task.name,
+                    "goal": task.goal,
+                    "request_id": f"export:task:{task.id}",
+                },
+            )
             self.events(task)
         return tasks
 
@@ -415,8 +466,14 @@ class _Export:
             for e in events.events:
                 self.event_at[(task.name, e.seq)] = e.at
                 self.event_of[str(e.id)] = (task.name, e.seq)
-                line = {"op": "record_event", "agent": e.author, "task": task.name, "kind": e.kind.value,
-                        "payload": e.payload, "request_id": f"export:event:{e.id}"}
+                line = {
+                    "op": "record_event",
+                    "agent": e.author,
+                    "task": task.name,
+                    "kind": e.kind.value,
+                    "payload": e.payload,
+                    "request_id": f"export:event:{e.id}",
+                }
                 if e.role is not None:
                     line["role"] = e.role
                 if e.name is not None:
@@ -429,18 +486,30 @@ class _Export:
     def steps(self, task: Any) -> None:
         """A task's steps; a step carries the task's event number when it was
         last set, so it goes right after that event."""
-        set_at = {r["name"]: r["seq"] or 0 for r in self.store.read(
-            self.project, "MATCH (s:Step) WHERE s.task_id = $tid RETURN s.name AS name, s.updated_seq AS seq",
-            {"tid": str(task.id)})}
+        set_at = {
+            r["name"]: r["seq"] or 0
+            for r in self.store.read(
+                self.project,
+                "MATCH (s:Step) WHERE s.task_id = $tid RETURN s.name AS name, s.updated_seq AS seq",
+                {"tid": str(task.id)},
+            )
+        }
         name: str | None = None
         while True:
             steps = self.history.list_steps(task.name, after_name=name, limit=200)
             for s in steps.steps:
-                line = {"op": "set_step", "agent": task.author, "task": task.name, "name": s.name,
-                        "state": s.state.value, "kind": s.kind.value, "result_event_seq": s.result_event_seq,
-                        "result_basis": s.result_basis.value,
-                        "result_supports": [_portable(x, self.ref) for x in s.result_supports] or None,
-                        "request_id": f"export:step:{c.step_id(str(task.id), s.name)}"}
+                line = {
+                    "op": "set_step",
+                    "agent": task.author,
+                    "task": task.name,
+                    "name": s.name,
+                    "state": s.state.value,
+                    "kind": s.kind.value,
+                    "result_event_seq": s.result_event_seq,
+                    "result_basis": s.result_basis.value,
+                    "result_supports": [_portable(x, self.ref) for x in s.result_supports] or None,
+                    "request_id": f"export:step:{c.step_id(str(task.id), s.name)}",
+                }
                 self.at(self.event_at.get((task.name, set_at.get(s.name, 0)), task.created_at), 3, line)
             if not steps.truncated:
                 return
@@ -450,19 +519,29 @@ class _Export:
         """Each revision as it was recorded, with the supports it had then."""
         for d in decisions:
             initial = _initial_supports(self.traces, str(d.id))
-            line: dict[str, Any] = {"agent": d.author, "conclusion": d.conclusion, "rationale": d.rationale,
-                                    "assumptions": d.assumptions, "open_questions": d.open_questions,
-                                    "supports": [_portable(s, self.ref) for s in initial],
-                                    "request_id": f"export:decision:{d.id}"}
+            line: dict[str, Any] = {
+                "agent": d.author,
+                "conclusion": d.conclusion,
+                "rationale": d.rationale,
+                "assumptions": d.assumptions,
+                "open_questions": d.open_questions,
+                "supports": [_portable(s, self.ref) for s in initial],
+                "request_id": f"export:decision:{d.id}",
+            }
             if d.revision == 1:
-                self.at(d.created_at, 4, {"op": "record_decision", "task": d.task_name, "choice_key": d.choice_key,
-                                          **line})
+                self.at(
+                    d.created_at, 4, {"op": "record_decision", "task": d.task_name, "choice_key": d.choice_key, **line}
+                )
                 continue
-            explanation = next((r.explanation for r in self.traces.list_revisions(str(d.id))
-                                if r.decision.id == d.id), None)
+            explanation = next(
+                (r.explanation for r in self.traces.list_revisions(str(d.id)) if r.decision.id == d.id), None
+            )
             previous = {"task": d.task_name, "choice_key": d.choice_key, "revision": d.revision - 1}
-            self.at(d.created_at, 4, {"op": "supersede_decision", "decision": previous,
-                                      "explanation": explanation or "superseded", **line})
+            self.at(
+                d.created_at,
+                4,
+                {"op": "supersede_decision", "decision": previous, "explanation": explanation or "superseded", **line},
+            )
 
     def reviews(self) -> None:
         """What people did afterwards: redactions, rejections, reaffirmations."""
@@ -470,15 +549,37 @@ class _Export:
             rid = f"export:activity:{entry.id}"[:64]
             if entry.action == "redact" and entry.target_id in self.event_of:
                 task_name, seq = self.event_of[entry.target_id]
-                self.at(entry.at, 5, {"op": "redact_event", "agent": entry.actor, "task": task_name, "seq": seq,
-                                      "reason": entry.reason, "request_id": rid})
+                self.at(
+                    entry.at,
+                    5,
+                    {
+                        "op": "redact_event",
+                        "agent": entry.actor,
+                        "task": task_name,
+                        "seq": seq,
+                        "reason": entry.reason,
+                        "request_id": rid,
+                    },
+                )
             elif entry.action == "reject" and entry.target_id in self.ref:
-                self.at(entry.at, 5, {"op": "reject_decision", "agent": entry.actor,
-                                      "decision": self.ref[entry.target_id], "reason": entry.reason or "rejected",
-                                      "request_id": rid})
+                self.at(
+                    entry.at,
+                    5,
+                    {
+                        "op": "reject_decision",
+                        "agent": entry.actor,
+                        "decision": self.ref[entry.target_id],
+                        "reason": entry.reason or "rejected",
+                        "request_id": rid,
+                    },
+                )
             elif entry.action == "reaffirm" and entry.target_id in self.ref:
-                line = {"op": "reaffirm_decision", "agent": entry.actor, "decision": self.ref[entry.target_id],
-                        "request_id": rid}
+                line = {
+                    "op": "reaffirm_decision",
+                    "agent": entry.actor,
+                    "decision": self.ref[entry.target_id],
+                    "request_id": rid,
+                }
                 if entry.reason:
                     line["explanation"] = entry.reason
                 self.at(entry.at, 5, line)
@@ -518,16 +619,29 @@ def _portable(s: Any, ref: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if isinstance(s, DocumentSupport):
         evidence = decode_evidence_id(s.evidence_id)
         if evidence.kind.value == "chunk":
-            return {"kind": "document", "key": s.document_key, "version": evidence.activation_seq,
-                    "chunk": evidence.chunk_index}
-        return {"kind": "document", "key": s.document_key, "version": evidence.activation_seq,
-                "start": evidence.char_start, "end": evidence.char_end}
+            return {
+                "kind": "document",
+                "key": s.document_key,
+                "version": evidence.activation_seq,
+                "chunk": evidence.chunk_index,
+            }
+        return {
+            "kind": "document",
+            "key": s.document_key,
+            "version": evidence.activation_seq,
+            "start": evidence.char_start,
+            "end": evidence.char_end,
+        }
     if isinstance(s, EventSupport):
         return {"kind": "event", "task_name": s.task_name, "seq": s.seq}
     if isinstance(s, DecisionSupport):
         target = ref.get(str(s.decision_id))
         if target is None:
             return {"kind": "decision", "decision_id": str(s.decision_id)}
-        return {"kind": "decision", "task_name": target["task"], "choice_key": target["choice_key"],
-                "revision": target["revision"]}
+        return {
+            "kind": "decision",
+            "task_name": target["task"],
+            "choice_key": target["choice_key"],
+            "revision": target["revision"],
+        }
     raise ValueError(f"unknown support {s!r}")

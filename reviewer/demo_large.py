@@ -29,8 +29,24 @@ from core.stores import GraphStore
 from reviewer.demo import Counts
 
 PROJECT = "acme-scale"
-SERVICES = ("orders", "payments", "ledger", "search", "checkout", "catalog", "identity", "notifications",
-            "shipping", "pricing", "inventory", "reporting", "billing", "fraud", "support", "analytics")
+SERVICES = (
+    "orders",
+    "payments",
+    "ledger",
+    "search",
+    "checkout",
+    "catalog",
+    "identity",
+    "notifications",
+    "shipping",
+    "pricing",
+    "inventory",
+    "reporting",
+    "billing",
+    "fraud",
+    "support",
+    "analytics",
+)
 CONCERNS = {
     "storage": ("Postgres", "FalkorDB", "DynamoDB", "keep the current store"),
     "queue": ("Kafka", "RabbitMQ", "SQS", "no queue"),
@@ -67,8 +83,13 @@ class LargeCounts(Counts):
 
 
 def seed_large(
-    store: GraphStore, *, project: str = PROJECT, decisions: int = 100_000, events: int = 1_000_000,
-    seed: int = 7, progress: Callable[[str, int, int], None] | None = None,
+    store: GraphStore,
+    *,
+    project: str = PROJECT,
+    decisions: int = 100_000,
+    events: int = 1_000_000,
+    seed: int = 7,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> LargeCounts:
     """Write the large set; ``progress(stage, done, total)`` is called as it goes."""
     # One function on purpose: the stages run in order, each feeding the
@@ -86,19 +107,26 @@ def seed_large(
         graph.add(f"policy/{concern}", f"{concern.title()} policy\n\n{text}", request_id=f"demo-large:policy:{concern}")
         counts.documents += 1
     for service in SERVICES:
-        graph.add(f"runbook/{service}", f"{service.title()} runbook\n\nThe {service} team owns this service. "
-                  f"Escalate to the {service} lead after 30 minutes.", request_id=f"demo-large:runbook:{service}")
+        graph.add(
+            f"runbook/{service}",
+            f"{service.title()} runbook\n\nThe {service} team owns this service. "
+            f"Escalate to the {service} lead after 30 minutes.",
+            request_id=f"demo-large:runbook:{service}",
+        )
         counts.documents += 1
     policy_cite = {}
     for concern, text in POLICIES.items():
         current = graph.current_text(f"policy/{concern}")
         start = current.index(text)
-        policy_cite[concern] = {"kind": "document",
-                                "evidence_id": graph.span_evidence_id(f"policy/{concern}", start, start + len(text))}
+        policy_cite[concern] = {
+            "kind": "document",
+            "evidence_id": graph.span_evidence_id(f"policy/{concern}", start, start + len(text)),
+        }
 
-    runbook_cite = {service: {"kind": "document",
-                              "evidence_id": graph.span_evidence_id(f"runbook/{service}", 0, len(service) + 8)}
-                    for service in SERVICES}
+    runbook_cite = {
+        service: {"kind": "document", "evidence_id": graph.span_evidence_id(f"runbook/{service}", 0, len(service) + 8)}
+        for service in SERVICES
+    }
 
     tasks = max(1, decisions // DECISIONS_PER_TASK)
     per_task_events = max(4, events // tasks)
@@ -111,21 +139,25 @@ def seed_large(
 
     # tasks with their conversations, a task at a time
     for n, (name, service, concern) in enumerate(names):
-        history.create_task(name, goal=f"Review the {concern} of the {service} service",
-                            request_id=f"demo-large:task:{name}")
+        history.create_task(
+            name, goal=f"Review the {concern} of the {service} service", request_id=f"demo-large:task:{name}"
+        )
         counts.tasks += 1
         batch = list(_conversation(rng, service, concern, per_task_events))
         for i in range(0, len(batch), 2000):
-            history.load_events(name, batch[i: i + 2000])
+            history.load_events(name, batch[i : i + 2000])
         counts.events += len(batch)
         for s, state in enumerate(STATES):
             supported = state == "completed"
             history.set_step(
-                name, name=f"step-{s + 1}-{state.replace('_', '-')}", state=state,
+                name,
+                name=f"step-{s + 1}-{state.replace('_', '-')}",
+                state=state,
                 kind="read" if supported else "analysis",
                 result_basis="supported" if supported else "unknown",
                 result_supports=[{"kind": "event", "task_name": name, "seq": 1}] if supported else None,
-                request_id=f"demo-large:step:{name}:{s}")
+                request_id=f"demo-large:step:{name}:{s}",
+            )
             counts.steps += 1
         say("tasks and events", n + 1, tasks)
 
@@ -146,14 +178,18 @@ def seed_large(
             if k % 5 in (0, 1) and service in previous:
                 supports.append({"kind": "decision", "decision_id": previous[service]})
             option = options[rng.randrange(len(options))] if k % 3 else options[0]
-            items.append({
-                "task_name": name, "choice_key": choice, "conclusion": f"{service}: {option}",
-                "rationale": f"For {concern} item {k} the {service} team weighed {', '.join(options[:3])}; "
-                             f"{option} fits the load and the {concern} policy.",
-                "assumptions": [f"{service} traffic grows under 30% a year"] if k % 4 == 0 else [],
-                "open_questions": [f"Who owns {concern} for {service} after the reorg?"] if k % 9 == 0 else [],
-                "supports": supports,
-            })
+            items.append(
+                {
+                    "task_name": name,
+                    "choice_key": choice,
+                    "conclusion": f"{service}: {option}",
+                    "rationale": f"For {concern} item {k} the {service} team weighed {', '.join(options[:3])}; "
+                    f"{option} fits the load and the {concern} policy.",
+                    "assumptions": [f"{service} traffic grows under 30% a year"] if k % 4 == 0 else [],
+                    "open_questions": [f"Who owns {concern} for {service} after the reorg?"] if k % 9 == 0 else [],
+                    "supports": supports,
+                }
+            )
         made = traces.load_decisions(items)
         previous[service] = str(made[0].id)
         counts.decisions += len(made)
@@ -164,10 +200,14 @@ def seed_large(
     # part of a review sweep
     for concern in ("storage", "on-call"):
         text = graph.current_text(f"policy/{concern}")
-        revised = ("Reviewed by the architecture group this year.\n\n" + text if concern == "storage"
-                   else text.replace("15 minutes", "5 minutes"))
-        counts.flagged += len(graph.update(f"policy/{concern}", revised,
-                                           request_id=f"demo-large:revise:{concern}").flagged_decision_ids)
+        revised = (
+            "Reviewed by the architecture group this year.\n\n" + text
+            if concern == "storage"
+            else text.replace("15 minutes", "5 minutes")
+        )
+        counts.flagged += len(
+            graph.update(f"policy/{concern}", revised, request_id=f"demo-large:revise:{concern}").flagged_decision_ids
+        )
     counts.flagged += len(graph.delete("runbook/orders", request_id="demo-large:retire").flagged_decision_ids)
     for _ in range(3):
         step = traces.continue_decision_review()
@@ -179,23 +219,46 @@ def seed_large(
 
 def _conversation(rng: random.Random, service: str, concern: str, n: int) -> list[dict[str, object]]:
     """An agent's review conversation of ``n`` events."""
-    out: list[dict[str, object]] = [{
-        "kind": "message", "role": "user",
-        "payload": f"Please review the {concern} of {service} against our policies and propose decisions.",
-    }]
+    out: list[dict[str, object]] = [
+        {
+            "kind": "message",
+            "role": "user",
+            "payload": f"Please review the {concern} of {service} against our policies and propose decisions.",
+        }
+    ]
     while len(out) < n:
         tool = TOOLS[rng.randrange(len(TOOLS))]
         step = len(out)
-        out.append({"kind": "tool_call", "name": tool,
-                    "payload": f'{{"service": "{service}", "topic": "{concern}", "page": {step}}}'})
-        out.append({"kind": "tool_result", "name": tool,
-                    "payload": f"{tool} for {service}/{concern}: {rng.randrange(3, 40)} matching entries; "
-                               f"p99 latency {rng.randrange(20, 900)} ms, error rate {rng.random():.3f}%."})
+        out.append(
+            {
+                "kind": "tool_call",
+                "name": tool,
+                "payload": f'{{"service": "{service}", "topic": "{concern}", "page": {step}}}',
+            }
+        )
+        out.append(
+            {
+                "kind": "tool_result",
+                "name": tool,
+                "payload": f"{tool} for {service}/{concern}: {rng.randrange(3, 40)} matching entries; "
+                f"p99 latency {rng.randrange(20, 900)} ms, error rate {rng.random():.3f}%.",
+            }
+        )
         if step % 10 == 1:
-            out.append({"kind": "note", "payload": f"The {concern} setup of {service} matches the policy "
-                                                  f"except for item {rng.randrange(1, 20)}."})
+            out.append(
+                {
+                    "kind": "note",
+                    "payload": f"The {concern} setup of {service} matches the policy "
+                    f"except for item {rng.randrange(1, 20)}.",
+                }
+            )
         if step % 25 == 1:
-            out.append({"kind": "message", "role": "assistant",
-                        "payload": f"Interim finding for {service}: {concern} needs "
-                                   f"{rng.choice(('no change', 'a small change', 'a design review'))}."})
+            out.append(
+                {
+                    "kind": "message",
+                    "role": "assistant",
+                    "payload": f"Interim finding for {service}: {concern} needs "
+                    f"{rng.choice(('no change', 'a small change', 'a design review'))}.",
+                }
+            )
     return out[:n]

@@ -45,7 +45,8 @@ class RejectForm(ActionForm):
     prefix_id = "reject"
 
     reason = forms.CharField(
-        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Say why the decision is rejected."},
     )
 
@@ -68,12 +69,16 @@ class SupersedeForm(ActionForm):
         max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
     )
     explanation = forms.CharField(
-        max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}),
+        max_length=TEXT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Explain why this revision replaces the current one."},
     )
     keep = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple, label="Supports to keep")
     add = forms.CharField(
-        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Supports to add",
+        max_length=TEXT_MAX,
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Supports to add",
         help_text="One per line: an evidence id, “event TASK SEQ”, or “decision ID”.",
     )
 

@@ -40,7 +40,6 @@ def word_diff(old: str, new: str) -> SafeString:
     return mark_safe("".join(out))  # every piece above is escaped
 
 
-
 def clip(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

@@ -88,12 +88,18 @@ TEMPLATES = [
             ],
             # "page.html#name" renders one {% partialdef %} of a page (the htmx fragment)
             "loaders": [
-                ("template_partials.loader.Loader", [
-                    ("django.template.loaders.cached.Loader", [
-                        "django.template.loaders.filesystem.Loader",
-                        "django.template.loaders.app_directories.Loader",
-                    ]),
-                ]),
+                (
+                    "template_partials.loader.Loader",
+                    [
+                        (
+                            "django.template.loaders.cached.Loader",
+                            [
+                                "django.template.loaders.filesystem.Loader",
+                                "django.template.loaders.app_directories.Loader",
+                            ],
+                        ),
+                    ],
+                ),
             ],
             "builtins": ["template_partials.templatetags.partials"],
         },

@@ -11,7 +11,7 @@ os.environ["REVIEWER_DATA_DIR"] = tempfile.mkdtemp(prefix="reviewer-test-")
 os.environ.pop("REVIEWER_STORE_URL", None)
 os.environ.pop("REVIEWER_AUTH_DB", None)
 
-from reviewer.settings import *  # noqa: E402,F403
+from reviewer.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
 

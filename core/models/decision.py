@@ -12,12 +12,31 @@ from pydantic import Field
 from ._base import Model
 
 __all__ = [
-    "DecisionStatus", "ReviewState", "ReviewReason", "SupportKind", "EvidenceKind",
-    "DocumentSupport", "EventSupport", "DecisionSupport", "Support",
-    "DocumentSupportInput", "EventSupportInput", "DecisionSupportInput", "SupportInput",
-    "Decision", "DecisionPage", "DecisionPageLookup", "DecisionLookup", "DecisionReviewList",
-    "SupportHistoryPage", "DecisionHit", "ConflictGroup", "ConflictList", "MAX_SUPPORTS",
-    "ReviewProgress", "Revision",
+    "MAX_SUPPORTS",
+    "ConflictGroup",
+    "ConflictList",
+    "Decision",
+    "DecisionHit",
+    "DecisionLookup",
+    "DecisionPage",
+    "DecisionPageLookup",
+    "DecisionReviewList",
+    "DecisionStatus",
+    "DecisionSupport",
+    "DecisionSupportInput",
+    "DocumentSupport",
+    "DocumentSupportInput",
+    "EventSupport",
+    "EventSupportInput",
+    "EvidenceKind",
+    "ReviewProgress",
+    "ReviewReason",
+    "ReviewState",
+    "Revision",
+    "Support",
+    "SupportHistoryPage",
+    "SupportInput",
+    "SupportKind",
 ]
 
 #: A decision (or a supported step result) cites at most this many supports.
@@ -106,9 +125,7 @@ class DecisionSupportInput(Model):
     decision_id: str
 
 
-SupportInput = Annotated[
-    DocumentSupportInput | EventSupportInput | DecisionSupportInput, Field(discriminator="kind")
-]
+SupportInput = Annotated[DocumentSupportInput | EventSupportInput | DecisionSupportInput, Field(discriminator="kind")]
 
 
 class Decision(Model):

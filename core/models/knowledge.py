@@ -11,9 +11,16 @@ from ._base import Model
 from .decision import EvidenceKind
 
 __all__ = [
-    "SourceState", "FetchStatus", "VersionStatus", "DocumentErrorCode",
-    "EvidenceRef", "FetchResult", "DocumentVersion", "DocumentInfo", "DocumentWriteResult",
+    "DocumentErrorCode",
+    "DocumentInfo",
+    "DocumentVersion",
+    "DocumentWriteResult",
+    "EvidenceRef",
+    "FetchResult",
+    "FetchStatus",
     "MalformedEvidenceIdError",
+    "SourceState",
+    "VersionStatus",
 ]
 
 

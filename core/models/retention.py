@@ -7,7 +7,7 @@ from enum import Enum
 
 from ._base import Model
 
-__all__ = ["RetentionErrorCode", "RetentionResult", "ActivityEntry", "TaskDeletionPreview"]
+__all__ = ["ActivityEntry", "RetentionErrorCode", "RetentionResult", "TaskDeletionPreview"]
 
 
 class RetentionErrorCode(str, Enum):

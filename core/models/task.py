@@ -10,9 +10,23 @@ from ._base import Model
 from .decision import ConflictGroup, Decision, Support
 
 __all__ = [
-    "TaskStatus", "EventKind", "StepState", "StepKind", "StepResultBasis", "StepResultValidity",
-    "Task", "Event", "Step", "StepSummary", "StepPage", "TaskView", "TaskLookup", "EventPage", "EventLookup",
-    "PAYLOAD_LIMIT", "REDACTED_MARKER",
+    "PAYLOAD_LIMIT",
+    "REDACTED_MARKER",
+    "Event",
+    "EventKind",
+    "EventLookup",
+    "EventPage",
+    "Step",
+    "StepKind",
+    "StepPage",
+    "StepResultBasis",
+    "StepResultValidity",
+    "StepState",
+    "StepSummary",
+    "Task",
+    "TaskLookup",
+    "TaskStatus",
+    "TaskView",
 ]
 
 #: At most this many characters of an event payload are stored.

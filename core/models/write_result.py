@@ -9,8 +9,14 @@ from .decision import Decision
 from .task import Event, Step, Task
 
 __all__ = [
-    "WriteErrorCode", "WriteResult", "CreateTaskResult", "RecordEventResult", "SetStepResult",
-    "RecordDecisionResult", "RejectDecisionResult", "ReaffirmDecisionResult",
+    "CreateTaskResult",
+    "ReaffirmDecisionResult",
+    "RecordDecisionResult",
+    "RecordEventResult",
+    "RejectDecisionResult",
+    "SetStepResult",
+    "WriteErrorCode",
+    "WriteResult",
 ]
 
 

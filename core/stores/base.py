@@ -242,4 +242,3 @@ class GraphStore(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {redact_url(self.url)}>"
-

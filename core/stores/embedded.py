@@ -128,9 +128,7 @@ class EmbeddedServer:
 
     def __init__(self, data_dir: str | os.PathLike[str], *, appendfsync: str = "always") -> None:
         if appendfsync not in APPENDFSYNC_CHOICES:
-            raise GraphStoreError(
-                f"appendfsync must be one of {', '.join(APPENDFSYNC_CHOICES)}, not {appendfsync!r}"
-            )
+            raise GraphStoreError(f"appendfsync must be one of {', '.join(APPENDFSYNC_CHOICES)}, not {appendfsync!r}")
         self.data_dir = Path(data_dir).resolve()
         self.appendfsync = appendfsync
         self.socket = socket_path_for(self.data_dir)
@@ -225,17 +223,28 @@ class EmbeddedServer:
         server, module = _binaries()
         args = [
             server,
-            "--port", "0",
-            "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700",
-            "--dir", str(self.data_dir),
-            "--appendonly", "yes",
-            "--appendfsync", self.appendfsync,
-            "--save", "",
-            "--daemonize", "yes",
-            "--pidfile", str(self.pid_file),
-            "--logfile", str(self.data_dir / LOG_NAME),
-            "--loadmodule", module,
+            "--port",
+            "0",
+            "--unixsocket",
+            str(self.socket),
+            "--unixsocketperm",
+            "700",
+            "--dir",
+            str(self.data_dir),
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            self.appendfsync,
+            "--save",
+            "",
+            "--daemonize",
+            "yes",
+            "--pidfile",
+            str(self.pid_file),
+            "--logfile",
+            str(self.data_dir / LOG_NAME),
+            "--loadmodule",
+            module,
         ]
         try:
             done = subprocess.run(args, capture_output=True, text=True, timeout=30, start_new_session=True)
@@ -254,9 +263,7 @@ class EmbeddedServer:
             if pid is not None and not _pid_alive(pid):
                 break
             time.sleep(0.02)
-        raise GraphStoreError(
-            f"the embedded FalkorDB server in {self.data_dir} did not answer: {self._log_tail()}"
-        )
+        raise GraphStoreError(f"the embedded FalkorDB server in {self.data_dir} did not answer: {self._log_tail()}")
 
     def _wait_until_answering(self, pid: int) -> bool:
         deadline = time.monotonic() + START_TIMEOUT_S  # loading a big AOF takes a while
@@ -317,4 +324,3 @@ class EmbeddedServer:
 
 def default_data_dir() -> Path:
     return Path(os.environ.get("REVIEWER_DATA_DIR") or Path.cwd() / "var").resolve()
-

@@ -53,8 +53,7 @@ def graph_key(project_id: str) -> str:
 def _require_client() -> None:
     if _IMPORT_ERROR is not None:
         raise GraphStoreMissingExtraError(
-            "the FalkorDB store needs the 'falkordb' package: pip install falkordb"
-            f" ({_IMPORT_ERROR})"
+            f"the FalkorDB store needs the 'falkordb' package: pip install falkordb ({_IMPORT_ERROR})"
         )
 
 
@@ -247,9 +246,7 @@ class FalkorDBStore(GraphStore):
             for index in schema.fulltext:
                 if (index.label, "__fulltext__") not in existing:
                     props = ", ".join(f"'{p}'" for p in index.properties)
-                    self._exec_schema(
-                        graph, f"CALL db.idx.fulltext.createNodeIndex('{index.label}', {props})"
-                    )
+                    self._exec_schema(graph, f"CALL db.idx.fulltext.createNodeIndex('{index.label}', {props})")
             for index in schema.indexes:
                 if index.unique:
                     self._ensure_unique(graph, index.label, index.properties)
@@ -286,7 +283,17 @@ class FalkorDBStore(GraphStore):
         return found
 
     def _ensure_unique(self, graph: Any, label: str, properties: tuple[str, ...]) -> None:
-        args = ["GRAPH.CONSTRAINT", "CREATE", graph.name, "UNIQUE", "NODE", label, "PROPERTIES", len(properties), *properties]
+        args = [
+            "GRAPH.CONSTRAINT",
+            "CREATE",
+            graph.name,
+            "UNIQUE",
+            "NODE",
+            label,
+            "PROPERTIES",
+            len(properties),
+            *properties,
+        ]
         try:
             self._redis.execute_command(*args)
         except redis.ResponseError as exc:
@@ -333,7 +340,7 @@ class FalkorDBStore(GraphStore):
         except redis.RedisError as exc:
             raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
         names = [n.decode() if isinstance(n, bytes) else n for n in names]
-        return sorted(n[len(GRAPH_PREFIX):] for n in names if n.startswith(GRAPH_PREFIX))
+        return sorted(n[len(GRAPH_PREFIX) :] for n in names if n.startswith(GRAPH_PREFIX))
 
     def drop_project(self, project_id: str) -> None:
         try:
@@ -434,10 +441,7 @@ def _compact_rows(raw: Any) -> list[Row]:
         return []
     names = [col[1].decode() if isinstance(col[1], bytes) else col[1] for col in raw[0]]
     # strings (2) and integers (3) are most cells: no call for them
-    return [
-        dict(zip(names, [v if t == 2 or t == 3 else _compact_value((t, v)) for t, v in row]))
-        for row in raw[1]
-    ]
+    return [dict(zip(names, [v if t == 2 or t == 3 else _compact_value((t, v)) for t, v in row])) for row in raw[1]]
 
 
 def _plain(value: Any) -> Any:

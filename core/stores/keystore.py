@@ -34,7 +34,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["KeyStore", "SLOT", "UNREADABLE", "seal", "unseal", "slot_ranges", "parse_ranges"]
+__all__ = ["SLOT", "UNREADABLE", "KeyStore", "parse_ranges", "seal", "slot_ranges", "unseal"]
 
 SLOT = 32
 NONCE = 12
@@ -238,8 +238,9 @@ def keys_of(store: object) -> KeyStore:
         from .embedded import default_data_dir
 
         digest = hashlib.sha256(redact_url(getattr(store, "url", "")).encode()).hexdigest()[:16]
-        found = open_keystore(default_data_dir() / "keys" / f"{getattr(store, 'backend', 'store')}-{digest}.keys",
-                              sync="always")
+        found = open_keystore(
+            default_data_dir() / "keys" / f"{getattr(store, 'backend', 'store')}-{digest}.keys", sync="always"
+        )
         store.keystore = found  # type: ignore[attr-defined]
     return found  # type: ignore[return-value]
 

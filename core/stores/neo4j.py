@@ -238,10 +238,7 @@ class Neo4jStore(GraphStore):
         return [r["p"] for r in rows if r["p"]]
 
     def drop_project(self, project_id: str) -> None:
-        query = (
-            "MATCH (n {project_id: $p}) "
-            "CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
-        )
+        query = "MATCH (n {project_id: $p}) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
         try:
             with self._session(write=True) as session:
                 session.run(query, {"p": project_id}).consume()
@@ -259,4 +256,3 @@ def _name(prefix: str, label: str, properties: tuple[str, ...]) -> str:
 
 def _fulltext_name(label: str) -> str:
     return f"reviewer_ft_{label.lower()}"
-

@@ -13,6 +13,7 @@ from core.retention import ActivityLog
 
 from .base import _param, _project
 
+
 @require_GET
 @login_required
 def activity(request: HttpRequest, project: str) -> HttpResponse:

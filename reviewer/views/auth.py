@@ -22,5 +22,8 @@ def home(request: HttpRequest) -> HttpResponse:
     projects = access.projects_for(request.user, store)
     if len(projects) == 1:
         return redirect("overview", project=projects[0])
-    return render(request, "reviewer/home.html", {"projects": projects, "backend": store.backend,
-                                                  "role": access.role_of(request.user)})
+    return render(
+        request,
+        "reviewer/home.html",
+        {"projects": projects, "backend": store.backend, "role": access.role_of(request.user)},
+    )

@@ -60,7 +60,11 @@ class Project:
     def views(self) -> ReviewViews:
         """What the review screens show, read from the core."""
         return ReviewViews(
-            self.store, project_id=self.id, agent_id=self.agent, traces=self.traces, history=self.history,
+            self.store,
+            project_id=self.id,
+            agent_id=self.agent,
+            traces=self.traces,
+            history=self.history,
             graph=self.graph,
         )
 

@@ -57,8 +57,11 @@ def _supersede_form(d: Decision, choices: list[SupportChoice], data: Any = None)
     """The supersede form, keeping every support the core offers by default."""
     labelled = [(choice.token, choice_label(choice)) for choice in choices]
     initial = {
-        "request_id": new_request_id(), "conclusion": d.conclusion, "rationale": d.rationale,
-        "assumptions": "\n".join(d.assumptions), "open_questions": "\n".join(d.open_questions),
+        "request_id": new_request_id(),
+        "conclusion": d.conclusion,
+        "rationale": d.rationale,
+        "assumptions": "\n".join(d.assumptions),
+        "open_questions": "\n".join(d.open_questions),
         "keep": [value for value, _ in labelled],
     }
     return SupersedeForm(data, initial=initial, choices=labelled)
@@ -111,9 +114,7 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str) -> H
     return redirect("decision", project=p.id, decision_id=str(d.id))
 
 
-def _refused(
-    request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str
-) -> HttpResponse:
+def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str) -> HttpResponse:
     """The form again, beside the sentence, with what the person typed. The
     decision is read again: a refusal often means someone else acted first,
     and the page should show what they did."""
@@ -126,8 +127,14 @@ def _refused(
 
 
 def _decision_action(
-    request: HttpRequest, project: str, decision_id: Any, name: str, form_class: Any, invalid: str,
-    act: Callable[[Project, Decision, dict[str, Any]], Any], done: str,
+    request: HttpRequest,
+    project: str,
+    decision_id: Any,
+    name: str,
+    form_class: Any,
+    invalid: str,
+    act: Callable[[Project, Decision, dict[str, Any]], Any],
+    done: str,
 ) -> HttpResponse:
     """A reviewer's one-form action on a decision: role, form, core write,
     then the card (htmx) or a redirect; refusals beside the form."""
@@ -147,9 +154,15 @@ def _decision_action(
 @login_required
 def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     return _decision_action(
-        request, project, decision_id, "reaffirm", ReaffirmForm, "Check the form.",
+        request,
+        project,
+        decision_id,
+        "reaffirm",
+        ReaffirmForm,
+        "Check the form.",
         lambda p, d, data: p.traces.reaffirm_decision(
-            str(d.id), explanation=data["explanation"], request_id=data["request_id"]),
+            str(d.id), explanation=data["explanation"], request_id=data["request_id"]
+        ),
         "Reaffirmed: the decision is clear again.",
     )
 
@@ -158,9 +171,13 @@ def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
 @login_required
 def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     return _decision_action(
-        request, project, decision_id, "reject", RejectForm, "Say why the decision is rejected.",
-        lambda p, d, data: p.traces.reject_decision(
-            str(d.id), reason=data["reason"], request_id=data["request_id"]),
+        request,
+        project,
+        decision_id,
+        "reject",
+        RejectForm,
+        "Say why the decision is rejected.",
+        lambda p, d, data: p.traces.reject_decision(str(d.id), reason=data["reason"], request_id=data["request_id"]),
         "Rejected.",
     )
 
@@ -180,9 +197,14 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     if problem:
         return _refused(request, p, d, "supersede", form, problem)
     result = p.traces.supersede_decision(
-        str(d.id), conclusion=form.cleaned_data["conclusion"], rationale=form.cleaned_data["rationale"],
-        explanation=form.cleaned_data["explanation"], assumptions=form.assumption_list(),
-        open_questions=form.question_list(), supports=inputs, fetched=fetched,
+        str(d.id),
+        conclusion=form.cleaned_data["conclusion"],
+        rationale=form.cleaned_data["rationale"],
+        explanation=form.cleaned_data["explanation"],
+        assumptions=form.assumption_list(),
+        open_questions=form.question_list(),
+        supports=inputs,
+        fetched=fetched,
         request_id=form.cleaned_data["request_id"],
     )
     if not result.recorded:

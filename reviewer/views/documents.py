@@ -9,6 +9,7 @@ from django.views.decorators.http import require_GET
 
 from .base import _param, _project
 
+
 @require_GET
 @login_required
 def document(request: HttpRequest, project: str) -> HttpResponse:

@@ -17,6 +17,7 @@ from .. import access
 from ..forms import RETENTION_ERRORS, RedactForm, new_request_id
 from .base import _int, _param, _project
 
+
 @require_GET
 @login_required
 def events(request: HttpRequest, project: str) -> HttpResponse:
@@ -50,13 +51,18 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
     form = RedactForm(request.POST)
     error = None
     if form.is_valid():
-        result = p.retention.redact_event(str(form.cleaned_data["event_id"]), reason=form.cleaned_data["reason"],
-                                          request_id=form.cleaned_data["request_id"])
+        result = p.retention.redact_event(
+            str(form.cleaned_data["event_id"]),
+            reason=form.cleaned_data["reason"],
+            request_id=form.cleaned_data["request_id"],
+        )
         if result.recorded:
             flagged = len(result.affected_decision_ids)
             purge_disk_soon(p.store)  # the files are purged in the background; the pages say when
-            messages.success(request, f"Event {seq} redacted; {flagged} citing decision(s) flagged for review. "
-                                      "Removal from disk is pending.")
+            messages.success(
+                request,
+                f"Event {seq} redacted; {flagged} citing decision(s) flagged for review. Removal from disk is pending.",
+            )
             events_page = reverse("events", kwargs={"project": p.id})
             return redirect(events_page + "?" + urlencode({"task": task_name}))
         error = RETENTION_ERRORS[result.error]

@@ -24,10 +24,16 @@ from .base import CONFLICT_PAGE, PAGE, _int, _param, _project
 def overview(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     counts, causes = p.traces.review_summary(causes=10)
-    return render(request, "reviewer/overview.html", {
-        "counts": counts, "open_tasks": p.history.count_tasks("open"), "causes": causes,
-        "recent": p.activity.list(limit=10),
-    })
+    return render(
+        request,
+        "reviewer/overview.html",
+        {
+            "counts": counts,
+            "open_tasks": p.history.count_tasks("open"),
+            "causes": causes,
+            "recent": p.activity.list(limit=10),
+        },
+    )
 
 
 # -- the review queue -----------------------------------------------------------------
@@ -38,17 +44,28 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
 def queue(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     q = p.views.queue_page(
-        task=_param(request.GET, "task") or None, reason=_param(request.GET, "reason") or None,
-        state=_param(request.GET, "state") or None, cause=_param(request.GET, "cause") or None,
-        page=_int(request.GET.get("page"), 1, minimum=1, maximum=10**6), page_size=PAGE,
+        task=_param(request.GET, "task") or None,
+        reason=_param(request.GET, "reason") or None,
+        state=_param(request.GET, "state") or None,
+        cause=_param(request.GET, "cause") or None,
+        page=_int(request.GET.get("page"), 1, minimum=1, maximum=10**6),
+        page_size=PAGE,
     )
-    return render(request, "reviewer/queue.html", {
-        "result": q.result, "groups": q.groups, "filters": q.filters, "page": q.page, "pages": q.pages,
-        "prev_url": _qs(q.filters, q.page - 1) if q.page > 1 else None,
-        "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
-        "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
-        "counts": q.counts,
-    })
+    return render(
+        request,
+        "reviewer/queue.html",
+        {
+            "result": q.result,
+            "groups": q.groups,
+            "filters": q.filters,
+            "page": q.page,
+            "pages": q.pages,
+            "prev_url": _qs(q.filters, q.page - 1) if q.page > 1 else None,
+            "next_url": _qs(q.filters, q.page + 1) if q.page < q.pages else None,
+            "reasons": [(r.value, REASON_LABELS[r.value]) for r in ReviewReason],
+            "counts": q.counts,
+        },
+    )
 
 
 def _qs(filters: dict[str, str], page: int) -> str:
@@ -64,7 +81,6 @@ def sweep(request: HttpRequest, project: str) -> HttpResponse:
     moved = review_until_done(p.traces, max_steps=50).moved
     messages.success(request, f"Review moved {moved} queued decisions on.")
     return redirect("overview", project=p.id)
-
 
 
 @require_GET

@@ -17,6 +17,7 @@ from .. import access
 from ..forms import RETENTION_ERRORS, DeleteTaskForm, new_request_id
 from .base import _param, _project
 
+
 @require_GET
 @login_required
 def tasks(request: HttpRequest, project: str) -> HttpResponse:
@@ -42,7 +43,6 @@ def task(request: HttpRequest, project: str) -> HttpResponse:
     return render(request, "reviewer/task.html", {"v": view, "states": states, "name": name})
 
 
-
 @require_http_methods(["GET", "POST"])
 @login_required
 def delete_task(request: HttpRequest, project: str) -> HttpResponse:
@@ -61,14 +61,26 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
     form = DeleteTaskForm(request.POST)
     error = None
     if form.is_valid():
-        result = p.retention.delete_task(name, include_decisions=form.cleaned_data["include_decisions"],
-                                         reason=form.cleaned_data["reason"], request_id=form.cleaned_data["request_id"])
+        result = p.retention.delete_task(
+            name,
+            include_decisions=form.cleaned_data["include_decisions"],
+            reason=form.cleaned_data["reason"],
+            request_id=form.cleaned_data["request_id"],
+        )
         if result.recorded:
             purge_disk_soon(p.store)
-            messages.success(request, f"Task “{name}” deleted; {len(result.affected_decision_ids)} decision(s) "
-                                      "elsewhere flagged for review. Removal from disk is pending.")
+            messages.success(
+                request,
+                f"Task “{name}” deleted; {len(result.affected_decision_ids)} decision(s) "
+                "elsewhere flagged for review. Removal from disk is pending.",
+            )
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
-    context = {"form": form, "name": name, "preview": preview, "keep_preview": keep_preview,
-               "error": error or "Check the form."}
+    context = {
+        "form": form,
+        "name": name,
+        "preview": preview,
+        "keep_preview": keep_preview,
+        "error": error or "Check the form.",
+    }
     return render(request, "reviewer/delete_task.html", context, status=400)

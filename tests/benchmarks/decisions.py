@@ -61,11 +61,15 @@ def big_project(store: GraphStore, decisions: int) -> tuple[list[tuple[str, str,
         for t in range(TASKS):
             n = k * TASKS + t
             support = cite if n % 10 == 0 else {"kind": "event", "task_name": f"task-{t}", "seq": 1}
-            items.append({
-                "task_name": f"task-{t}", "choice_key": f"choice-{k:05d}",
-                "conclusion": f"option {t % 2}" if k % 2 else "option same",
-                "rationale": f"benchmark decision {n} about choice {k}", "supports": [support],
-            })
+            items.append(
+                {
+                    "task_name": f"task-{t}",
+                    "choice_key": f"choice-{k:05d}",
+                    "conclusion": f"option {t % 2}" if k % 2 else "option same",
+                    "rationale": f"benchmark decision {n} about choice {k}",
+                    "supports": [support],
+                }
+            )
     made = load(traces, items, "decisions")
     rows: list[tuple[str, str, str]] = []
     floor = percentiles(timed(lambda: store.read(project, "RETURN 1 AS one"), 1000))[0]
@@ -81,8 +85,10 @@ def big_project(store: GraphStore, decisions: int) -> tuple[list[tuple[str, str,
         p50, p95 = percentiles(timed(fn, 200))
         rows.append((label + ", p50 / p95", f"{p50:.2f} / {p95:.2f} ms", f"{p50 / floor:.1f}x / {p95 / floor:.1f}x"))
 
-    lat(f"list_decisions_for_review ({len(made):,} decisions, {len(flagged):,} flagged)",
-        traces.list_decisions_for_review)
+    lat(
+        f"list_decisions_for_review ({len(made):,} decisions, {len(flagged):,} flagged)",
+        traces.list_decisions_for_review,
+    )
     lat("list_decisions_for_review, the task holding them", lambda: traces.list_decisions_for_review("task-0"))
     lat("list_decisions_for_review, page 40", lambda: traces.list_decisions_for_review(offset=800))
     lat("get_decision", lambda: traces.get_decision(next(it)))
@@ -104,8 +110,15 @@ def tree_project(store: GraphStore, size: int) -> tuple[list[tuple[str, str, str
     total = 0
     for depth, count in enumerate(levels):
         items = [
-            {"task_name": "tree", "choice_key": f"l{depth}-{i:05d}", "conclusion": "yes", "rationale": "tree",
-             "supports": [cite] if depth == 0 else [{"kind": "decision", "decision_id": str(previous[i % len(previous)].id)}]}
+            {
+                "task_name": "tree",
+                "choice_key": f"l{depth}-{i:05d}",
+                "conclusion": "yes",
+                "rationale": "tree",
+                "supports": [cite]
+                if depth == 0
+                else [{"kind": "decision", "decision_id": str(previous[i % len(previous)].id)}],
+            }
             for i in range(count)
         ]
         previous = load(traces, items, f"tree level {depth + 1}")
@@ -124,8 +137,9 @@ def tree_project(store: GraphStore, size: int) -> tuple[list[tuple[str, str, str
     took = (time.perf_counter() - start) * 1000
     flagged = traces.list_decisions_for_review().count
     assert flagged == total, (flagged, total)
-    rows.append((f"whole review of a 5-level tree of {total:,} ({calls} calls)", f"{took:,.0f} ms",
-                 f"{took / floor:,.0f}x"))
+    rows.append(
+        (f"whole review of a 5-level tree of {total:,} ({calls} calls)", f"{took:,.0f} ms", f"{took / floor:,.0f}x")
+    )
     return rows, project
 
 

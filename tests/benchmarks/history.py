@@ -28,7 +28,7 @@ from tests.benchmarks import each_store
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     p50 = statistics.median(ordered)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return p50, p95
 
 
@@ -89,10 +89,15 @@ def bench(store: GraphStore, events: int, steps: int) -> list[tuple[str, str, st
             (f"get_task ({events:,} events, {steps:,} steps)", lambda: history.get_task("big")),
             ("get_task (100 events, 50 steps)", lambda: history.get_task("small")),
             ("list_events first page (50)", lambda: history.list_events("big")),
-            ("list_events deep page (after 9,000, 200)", lambda: history.list_events("big", after_seq=max(0, events - 1000), limit=200)),
+            (
+                "list_events deep page (after 9,000, 200)",
+                lambda: history.list_events("big", after_seq=max(0, events - 1000), limit=200),
+            ),
         ):
             p50, p95 = percentiles(timed(fn, 200))
-            rows.append((label + ", p50 / p95", f"{p50:.2f} / {p95:.2f} ms", f"{p50 / floor:.1f}x / {p95 / floor:.1f}x"))
+            rows.append(
+                (label + ", p50 / p95", f"{p50:.2f} / {p95:.2f} ms", f"{p50 / floor:.1f}x / {p95 / floor:.1f}x")
+            )
     finally:
         store.drop_project(project)
     return rows

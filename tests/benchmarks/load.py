@@ -143,8 +143,18 @@ def plan(reviewers: list[str], decisions: list[str], contested: int, seed: int) 
     return work
 
 
-def drive(base: str, project: str, reviewers: list[str], password: str, decisions: list[str], *,
-          contested: int, seconds: float, max_requests: int, seed: int = 7) -> Report:
+def drive(
+    base: str,
+    project: str,
+    reviewers: list[str],
+    password: str,
+    decisions: list[str],
+    *,
+    contested: int,
+    seconds: float,
+    max_requests: int,
+    seed: int = 7,
+) -> Report:
     """Run the reviewers against a live server; bounded in requests and time."""
     if urlsplit(base).hostname not in ("127.0.0.1", "localhost", "::1"):
         raise SystemExit("the load loop only runs against a server on loopback")
@@ -165,7 +175,7 @@ def drive(base: str, project: str, reviewers: list[str], password: str, decision
     def person(name: str) -> None:
         try:
             work_through(name)
-        except Exception as exc:  # noqa: BLE001 - reported as a broken promise
+        except Exception as exc:
             with lock:
                 report.failures.append(f"{name} stopped: {exc!r}")
 
@@ -188,15 +198,20 @@ def drive(base: str, project: str, reviewers: list[str], password: str, decision
             # A decision someone else settled shows no form; act anyway, as a
             # stale tab would, to prove the refusal.
             request_id = unescape(found.group(1)) if found else uuid.uuid4().hex
-            form = {"request_id": request_id, "explanation": "Checked against the current text.",
-                    "reason": f"{name} found it wrong."}
+            form = {
+                "request_id": request_id,
+                "explanation": "Checked against the current text.",
+                "reason": f"{name} found it wrong.",
+            }
             if not spend():
                 return
             status, text, ms = browser.request("POST", f"{p}/decisions/{did}/{action}", form)
             refusal = _REFUSAL.search(text)
             with lock:
                 report.samples.append(Sample(action, status, ms))
-                report.acts.append(Act(name, did, action, status, unescape(refusal.group(1)).strip() if refusal else None))
+                report.acts.append(
+                    Act(name, did, action, status, unescape(refusal.group(1)).strip() if refusal else None)
+                )
         if spend():
             status, _t, ms = browser.request("GET", f"{p}/")
             with lock:
@@ -232,9 +247,13 @@ def flagged_project(store, decisions: int) -> tuple[str, list[str]]:  # type: ig
     ids = []
     for i in range(decisions):
         result = traces.record_decision(
-            "storage-review", choice_key=f"service-{i}-storage", conclusion=f"Service {i} stays on Postgres",
-            rationale="The storage policy says so.", supports=[{"kind": "document", "evidence_id": evidence}],
-            fetched=fetched)
+            "storage-review",
+            choice_key=f"service-{i}-storage",
+            conclusion=f"Service {i} stays on Postgres",
+            rationale="The storage policy says so.",
+            supports=[{"kind": "document", "evidence_id": evidence}],
+            fetched=fetched,
+        )
         assert result.recorded, result.error
         ids.append(str(result.decision.id))
     graph.update("policy", "Preface: reviewed this quarter.\n\n" + text)  # moved, not changed: all flagged
@@ -250,18 +269,34 @@ def free_port() -> int:
 def serve(store_url: str, data_dir: str, project: str, reviewers: list[str]) -> tuple[subprocess.Popen[bytes], str]:
     """The dashboard in production settings on loopback, with one login per reviewer."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REVIEWER_"))}
-    env.update(DJANGO_SETTINGS_MODULE="reviewer.settings", REVIEWER_DATA_DIR=data_dir, REVIEWER_STORE_URL=store_url,
-               DJANGO_SECRET_KEY=uuid.uuid4().hex * 2, DJANGO_SECURE_SSL_REDIRECT="0", REVIEWER_LOG_LEVEL="ERROR")
+    env.update(
+        DJANGO_SETTINGS_MODULE="reviewer.settings",
+        REVIEWER_DATA_DIR=data_dir,
+        REVIEWER_STORE_URL=store_url,
+        DJANGO_SECRET_KEY=uuid.uuid4().hex * 2,
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        REVIEWER_LOG_LEVEL="ERROR",
+    )
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, check=True, cwd=ROOT)
     secret = Path(data_dir) / "password"
     secret.write_text(PASSWORD + "\n")
     for name in reviewers:
-        subprocess.run([*manage, "create_user", name, "--role", "reviewer", "--project", project,
-                        "--password-file", str(secret)], env=env, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [*manage, "create_user", name, "--role", "reviewer", "--project", project, "--password-file", str(secret)],
+            env=env,
+            check=True,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+        )
     port = free_port()
-    server = subprocess.Popen([*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], env=env, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     for _ in range(300):
         try:
@@ -299,9 +334,11 @@ def table(title: str, report: Report, floor: float) -> None:
     applied = sum(1 for a in report.acts if a.status == 302)
     refused = sum(1 for a in report.acts if a.status == 400)
     print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms")
-    print(f"  {len(report.samples):,} requests in {report.seconds:.1f} s = "
-          f"{len(report.samples) / report.seconds:.0f} requests/s; {len(report.server_errors())} 5xx; "
-          f"{applied} actions applied, {refused} refused with a sentence")
+    print(
+        f"  {len(report.samples):,} requests in {report.seconds:.1f} s = "
+        f"{len(report.samples) / report.seconds:.0f} requests/s; {len(report.server_errors())} 5xx; "
+        f"{applied} actions applied, {refused} refused with a sentence"
+    )
     print(f"  {'page or action':16} {'requests':>9} {'p50':>9} {'p95':>9}  p95 / floor")
     for page, ms in sorted(by_page.items()):
         p50, p95 = percentiles(ms)
@@ -316,8 +353,16 @@ def run(title: str, store, store_url: str, args: argparse.Namespace) -> list[str
     data_dir = tempfile.mkdtemp(prefix="reviewer-load-web-")
     server, base = serve(store_url, data_dir, project, reviewers)
     try:
-        report = drive(base, project, reviewers, PASSWORD, ids, contested=args.contested,
-                       seconds=args.seconds, max_requests=args.requests)
+        report = drive(
+            base,
+            project,
+            reviewers,
+            PASSWORD,
+            ids,
+            contested=args.contested,
+            seconds=args.seconds,
+            max_requests=args.requests,
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)

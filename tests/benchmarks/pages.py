@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -39,8 +39,8 @@ from django.test import Client  # noqa: E402
 from core.decisions import DecisionTraces  # noqa: E402
 from core.history import ConversationHistory  # noqa: E402
 from core.stores import GraphStore  # noqa: E402
-from tests.benchmarks import each_store  # noqa: E402
 from reviewer import store as reviewer_store  # noqa: E402
+from tests.benchmarks import each_store  # noqa: E402
 from tests.benchmarks.decisions import big_project  # noqa: E402
 from tests.benchmarks.history import percentiles  # noqa: E402
 
@@ -68,9 +68,16 @@ def demo_project(store: GraphStore) -> tuple[str, str, str]:
 
     project = "bench-demo-" + uuid.uuid4().hex[:6]
     started = time.perf_counter()
-    counts = seed_large(store, project=project, progress=lambda stage, done, total: print(
-        f"\r  seeding the large demo set: {stage} {done:,}/{total:,}", end="", flush=True))
-    print(f"\n  seeded {counts.decisions:,} decisions, {counts.events:,} events in {time.perf_counter() - started:.0f} s")
+    counts = seed_large(
+        store,
+        project=project,
+        progress=lambda stage, done, total: print(
+            f"\r  seeding the large demo set: {stage} {done:,}/{total:,}", end="", flush=True
+        ),
+    )
+    print(
+        f"\n  seeded {counts.decisions:,} decisions, {counts.events:,} events in {time.perf_counter() - started:.0f} s"
+    )
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     first = traces.list_decisions_for_review(limit=1).decisions[0]
     return project, first.task_name, "policy/storage"
@@ -111,9 +118,13 @@ def measure_pages(
     actions: dict[str, list[tuple[str, dict[str, Any]]]] = {
         "reaffirm": [(f"{base}/decisions/{d.id}/reaffirm", {"explanation": "still holds"}) for d in queue[:6]],
         "reject": [(f"{base}/decisions/{d.id}/reject", {"reason": "benchmark"}) for d in queue[6:12]],
-        "supersede": [(f"{base}/decisions/{d.id}/supersede",
-                       {"conclusion": "new", "rationale": "r", "explanation": "benchmark",
-                        "add": f"event {d.task_name} 1"}) for d in queue[12:18]],
+        "supersede": [
+            (
+                f"{base}/decisions/{d.id}/supersede",
+                {"conclusion": "new", "rationale": "r", "explanation": "benchmark", "add": f"event {d.task_name} 1"},
+            )
+            for d in queue[12:18]
+        ],
     }
     for name, calls in actions.items():
         samples = []
@@ -136,7 +147,8 @@ def run(title: str, store: GraphStore, large: int, small: int, *, demo: bool = F
     if demo:
         project, task, document = demo_project(store)
         large_figures, large_project = measure_pages(
-            store, project, client, task=task, events_task=task, after=500, document=document)
+            store, project, client, task=task, events_task=task, after=500, document=document
+        )
         title += ", large demo set"
     else:
         large_figures, large_project = measure(store, large, client)

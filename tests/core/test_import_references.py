@@ -17,19 +17,34 @@ from core.traces_io import REFERENCE_FORMS, LineError, import_lines
 BASE = [
     {"op": "create_task", "task": "pick-db", "goal": "Pick a database"},
     {"op": "record_event", "task": "pick-db", "kind": "message", "payload": "Which database?"},
-    {"op": "record_decision", "task": "pick-db", "choice_key": "orders-db", "conclusion": "Postgres",
-     "rationale": "asked", "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}]},
+    {
+        "op": "record_decision",
+        "task": "pick-db",
+        "choice_key": "orders-db",
+        "conclusion": "Postgres",
+        "rationale": "asked",
+        "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}],
+    },
 ]
 
 
 def run(store: GraphStore, project: str, lines: list[dict[str, Any]]) -> dict[int, str]:
-    return {n: str(o) for n, o in import_lines(store, [json.dumps(x) for x in lines], project=project)
-            if isinstance(o, LineError)}
+    return {
+        n: str(o)
+        for n, o in import_lines(store, [json.dumps(x) for x in lines], project=project)
+        if isinstance(o, LineError)
+    }
 
 
 def decision_line(support: dict[str, Any], key: str = "other") -> dict[str, Any]:
-    return {"op": "record_decision", "task": "pick-db", "choice_key": key, "conclusion": "c", "rationale": "r",
-            "supports": [support]}
+    return {
+        "op": "record_decision",
+        "task": "pick-db",
+        "choice_key": key,
+        "conclusion": "c",
+        "rationale": "r",
+        "supports": [support],
+    }
 
 
 def test_a_misspelled_or_missing_reference_field_is_reported_by_line(store: GraphStore, project_id: str) -> None:
@@ -41,8 +56,11 @@ def test_a_misspelled_or_missing_reference_field_is_reported_by_line(store: Grap
         decision_line({"kind": "event", "task_name": "pick-db", "seq": "one"}),
         decision_line({"kind": "document", "key": "adr", "version": 1, "start": 0}),
         decision_line({"kind": "rumour"}),
-        {"op": "reject_decision", "decision": {"task_name": "pick-db", "choice_key": "orders-db", "revision": 1},
-         "reason": "r"},
+        {
+            "op": "reject_decision",
+            "decision": {"task_name": "pick-db", "choice_key": "orders-db", "revision": 1},
+            "reason": "r",
+        },
     ]
     found = run(store, project_id, BASE + bad)
     assert sorted(found) == list(range(4, 4 + len(bad)))
@@ -60,9 +78,10 @@ def test_a_misspelled_or_missing_reference_field_is_reported_by_line(store: Grap
     traces = DecisionTraces(store, project_id=project_id, agent_id="t")
     assert traces.list_decisions("pick-db").page.count == 1  # only the good line's decision
     # the correct spellings go through
-    good = [decision_line({"kind": "decision", "task_name": "pick-db", "choice_key": "orders-db", "revision": 1}),
-            {"op": "reject_decision", "decision": {"task": "pick-db", "choice_key": "other", "revision": 1},
-             "reason": "r"}]
+    good = [
+        decision_line({"kind": "decision", "task_name": "pick-db", "choice_key": "orders-db", "revision": 1}),
+        {"op": "reject_decision", "decision": {"task": "pick-db", "choice_key": "other", "revision": 1}, "reason": "r"},
+    ]
     assert run(store, project_id, good) == {}
     assert set(REFERENCE_FORMS) == {"decision", "event support", "document support", "decision support"}
 
@@ -77,11 +96,21 @@ def test_a_lines_time_is_kept_and_the_activity_log_keeps_both(store: GraphStore,
         {**BASE[0], "at": at(0)},
         {**BASE[1], "at": at(1)},
         {**BASE[2], "at": at(2)},
-        {"op": "supersede_decision", "decision": {"task": "pick-db", "choice_key": "orders-db", "revision": 1},
-         "conclusion": "MySQL", "rationale": "r", "explanation": "e",
-         "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}], "at": at(3)},
-        {"op": "reject_decision", "decision": {"task": "pick-db", "choice_key": "orders-db", "revision": 2},
-         "reason": "no", "at": at(4)},
+        {
+            "op": "supersede_decision",
+            "decision": {"task": "pick-db", "choice_key": "orders-db", "revision": 1},
+            "conclusion": "MySQL",
+            "rationale": "r",
+            "explanation": "e",
+            "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}],
+            "at": at(3),
+        },
+        {
+            "op": "reject_decision",
+            "decision": {"task": "pick-db", "choice_key": "orders-db", "revision": 2},
+            "reason": "no",
+            "at": at(4),
+        },
         {"op": "record_event", "task": "pick-db", "kind": "note", "payload": "now"},  # no time: now
         {"op": "record_event", "task": "pick-db", "kind": "note", "payload": "x", "at": "last tuesday"},
     ]
@@ -103,8 +132,13 @@ def test_a_lines_time_is_kept_and_the_activity_log_keeps_both(store: GraphStore,
     for e in (entries["supersede"], entries["reject"]):
         assert e.imported_at is not None and e.imported_at >= before
     # a write that is not imported happens now, and is not marked imported
-    d = traces.record_decision("pick-db", choice_key="live", conclusion="c", rationale="r",
-                               supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+    d = traces.record_decision(
+        "pick-db",
+        choice_key="live",
+        conclusion="c",
+        rationale="r",
+        supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}],
+    ).decision
     assert d.created_at >= before
     traces.reject_decision(str(d.id), reason="live")
     live = ActivityLog(store, project_id=project_id).list(action="reject")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.knowledge import (
@@ -46,14 +46,23 @@ def graph(store: GraphStore, project_id: str) -> Graph:
 def test_span_ids_round_trip(doc: uuid.UUID, seq: int, start: int, length: int) -> None:
     ref = decode_evidence_id(encode_span(doc, seq, start, start + length))
     assert (ref.kind, ref.document_node_id, ref.activation_seq, ref.char_start, ref.char_end) == (
-        EvidenceKind.span, doc, seq, start, start + length,
+        EvidenceKind.span,
+        doc,
+        seq,
+        start,
+        start + length,
     )
 
 
 @given(doc=st.uuids(), seq=st.integers(min_value=1, max_value=10**9), index=st.integers(min_value=0, max_value=10**6))
 def test_chunk_ids_round_trip(doc: uuid.UUID, seq: int, index: int) -> None:
     ref = decode_evidence_id(encode_chunk(doc, seq, index))
-    assert (ref.kind, ref.document_node_id, ref.activation_seq, ref.chunk_index) == (EvidenceKind.chunk, doc, seq, index)
+    assert (ref.kind, ref.document_node_id, ref.activation_seq, ref.chunk_index) == (
+        EvidenceKind.chunk,
+        doc,
+        seq,
+        index,
+    )
 
 
 @given(st.text(max_size=80))
@@ -121,7 +130,12 @@ def test_fetch_statuses(graph: Graph) -> None:
     graph.add("adr/db", TEXT)
     span = graph.span_evidence_id("adr/db", 0, 8)
     got = graph.fetch(span)
-    assert (got.status, got.text, got.version_status, got.activation_seq) == (FetchStatus.ok, "Postgres", VersionStatus.current, 1)
+    assert (got.status, got.text, got.version_status, got.activation_seq) == (
+        FetchStatus.ok,
+        "Postgres",
+        VersionStatus.current,
+        1,
+    )
     assert graph.fetch(span, max_chars=4).status is FetchStatus.truncated
     assert graph.fetch(span, max_chars=4).text == "Post"
     past = encode_span(document_node_id(graph.project_id, "adr/db"), 1, len(TEXT) - 5, len(TEXT) + 50)

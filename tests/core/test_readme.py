@@ -24,13 +24,11 @@ def run_in_order(page: Path, graph: Path) -> dict[str, object]:
     scope: dict[str, object] = {}
     for block in python_blocks(page):
         code = block.replace("/tmp/reviewer-example", str(graph))
-        exec(compile(code, page.name, "exec"), scope)  # noqa: S102 - our own documentation
+        exec(compile(code, page.name, "exec"), scope)
     return scope
 
 
-@pytest.mark.parametrize(
-    "page", [README, *sorted(DOCS.glob("*.md"))], ids=lambda p: str(p.relative_to(ROOT))
-)
+@pytest.mark.parametrize("page", [README, *sorted(DOCS.glob("*.md"))], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_python_example_in_the_documentation_runs(page: Path, tmp_path: Path) -> None:
     run_in_order(page, tmp_path / "graph")
 
@@ -51,8 +49,10 @@ def test_the_library_examples_run_in_order(tmp_path: Path) -> None:
         history = ConversationHistory(store, project_id="acme", agent_id="t")
         assert history.fetch_event("choose-db", 1).event.payload == "[REDACTED]"
         made = scope["made"].decision  # type: ignore[attr-defined]
-        assert DecisionTraces(store, project_id="acme", agent_id="t").get_decision(
-            str(made.id)).decision.status is DecisionStatus.superseded
+        assert (
+            DecisionTraces(store, project_id="acme", agent_id="t").get_decision(str(made.id)).decision.status
+            is DecisionStatus.superseded
+        )
 
 
 def test_the_import_example_imports_cleanly(tmp_path: Path) -> None:

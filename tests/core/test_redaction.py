@@ -11,7 +11,7 @@ import stat
 import uuid
 from pathlib import Path
 
-import pytest  # noqa: F401
+import pytest
 
 from core import _common as c
 from core._purge import pending_count, purge_round
@@ -23,8 +23,9 @@ from core.stores.keystore import SLOT, KeyStore, keys_of
 
 def _everything(store: GraphStore, project_id: str) -> str:
     rows = store.read(project_id, "MATCH (n) WHERE n.project_id = $p RETURN properties(n) AS p", {"p": project_id})
-    rows += store.read(project_id, "MATCH (a)-[r]->() WHERE a.project_id = $p RETURN properties(r) AS p",
-                       {"p": project_id})
+    rows += store.read(
+        project_id, "MATCH (a)-[r]->() WHERE a.project_id = $p RETURN properties(r) AS p", {"p": project_id}
+    )
     return json.dumps([r["p"] for r in rows], default=str)
 
 
@@ -70,8 +71,12 @@ def test_redaction_and_deletion_destroy_the_keys(store: GraphStore, project_id: 
     history.load_events("u", [{"kind": "note", "payload": f"u{n}"} for n in range(5)])
 
     def slots(task: str) -> list[int]:
-        return [r["s"] for r in store.read(project_id, "MATCH (e:Event {task_id: $t}) RETURN e.key_slot AS s",
-                                           {"t": c.task_id(project_id, task)})]
+        return [
+            r["s"]
+            for r in store.read(
+                project_id, "MATCH (e:Event {task_id: $t}) RETURN e.key_slot AS s", {"t": c.task_id(project_id, task)}
+            )
+        ]
 
     keys = keys_of(store)
     t_slots, u_slots = slots("t"), slots("u")
@@ -127,7 +132,7 @@ def test_the_key_store_overwrites_in_place_and_is_owner_only(tmp_path: Path) -> 
 
 
 def test_a_redaction_during_a_purge_waits_for_the_next_round(
-    store: GraphStore, project_id: str, monkeypatch: "pytest.MonkeyPatch"
+    store: GraphStore, project_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import core.stores.purge as disk
 

@@ -18,8 +18,7 @@ from core.knowledge import Graph
 from core.retention import HistoryRetention
 from tests.core.test_decisions import World, world  # noqa: F401  (the shared fixture)
 
-SERVICES = {"history": ConversationHistory, "traces": DecisionTraces, "retention": HistoryRetention,
-            "graph": Graph}
+SERVICES = {"history": ConversationHistory, "traces": DecisionTraces, "retention": HistoryRetention, "graph": Graph}
 
 EVENT_1 = {"kind": "event", "task_name": "pick-db", "seq": 1}
 EVENT_2 = {"kind": "event", "task_name": "billing", "seq": 1}
@@ -31,8 +30,11 @@ NOT_ARGUMENTS = {"self", "request_id", "fetched"}
 
 
 def _decision(w: World, task: str = "pick-db", key: str = "db", conclusion: str = "Postgres") -> str:
-    return str(w.traces.record_decision(task, choice_key=key, conclusion=conclusion, rationale="r",
-                                        supports=[EVENT_1]).decision.id)
+    return str(
+        w.traces.record_decision(
+            task, choice_key=key, conclusion=conclusion, rationale="r", supports=[EVENT_1]
+        ).decision.id
+    )
 
 
 def _event(w: World, task: str, seq: int) -> str:
@@ -42,38 +44,87 @@ def _event(w: World, task: str, seq: int) -> str:
 # (service, method) -> (the first call's arguments, each argument's other value)
 Case = tuple[dict[str, Any], dict[str, Any]]
 CASES: dict[tuple[str, str], Callable[[World], Case]] = {
-    ("history", "create_task"): lambda w: (
-        {"name": "new", "goal": "g"}, {"name": "other", "goal": "g2"}),
+    ("history", "create_task"): lambda w: ({"name": "new", "goal": "g"}, {"name": "other", "goal": "g2"}),
     ("history", "record_event"): lambda w: (
         {"task_name": "pick-db", "kind": "message", "payload": "p", "role": "user", "name": None},
-        {"task_name": "billing", "kind": "note", "payload": "p2", "role": "assistant", "name": "search"}),
+        {"task_name": "billing", "kind": "note", "payload": "p2", "role": "assistant", "name": "search"},
+    ),
     ("history", "set_step"): lambda w: (
-        {"task_name": "pick-db", "name": "s", "state": "completed", "kind": "read", "result_event_seq": 1,
-         "result_basis": "supported", "result_supports": [EVENT_1]},
-        {"task_name": "billing", "name": "s2", "state": "failed", "kind": "analysis", "result_event_seq": None,
-         "result_basis": "independent", "result_supports": [EVENT_2]}),
+        {
+            "task_name": "pick-db",
+            "name": "s",
+            "state": "completed",
+            "kind": "read",
+            "result_event_seq": 1,
+            "result_basis": "supported",
+            "result_supports": [EVENT_1],
+        },
+        {
+            "task_name": "billing",
+            "name": "s2",
+            "state": "failed",
+            "kind": "analysis",
+            "result_event_seq": None,
+            "result_basis": "independent",
+            "result_supports": [EVENT_2],
+        },
+    ),
     ("traces", "record_decision"): lambda w: (
-        {"task_name": "pick-db", "choice_key": "k", "conclusion": "c", "rationale": "r", "supports": [EVENT_1],
-         "assumptions": ["a"], "open_questions": ["q"]},
-        {"task_name": "billing", "choice_key": "k2", "conclusion": "c2", "rationale": "r2", "supports": [EVENT_2],
-         "assumptions": ["a2"], "open_questions": []}),
+        {
+            "task_name": "pick-db",
+            "choice_key": "k",
+            "conclusion": "c",
+            "rationale": "r",
+            "supports": [EVENT_1],
+            "assumptions": ["a"],
+            "open_questions": ["q"],
+        },
+        {
+            "task_name": "billing",
+            "choice_key": "k2",
+            "conclusion": "c2",
+            "rationale": "r2",
+            "supports": [EVENT_2],
+            "assumptions": ["a2"],
+            "open_questions": [],
+        },
+    ),
     ("traces", "supersede_decision"): lambda w: (
-        {"decision_id": _decision(w), "conclusion": "c", "rationale": "r", "explanation": "e",
-         "supports": [EVENT_1], "assumptions": [], "open_questions": []},
-        {"decision_id": _decision(w, "billing"), "conclusion": "c2", "rationale": "r2", "explanation": "e2",
-         "supports": [EVENT_2], "assumptions": ["a"], "open_questions": ["q"]}),
+        {
+            "decision_id": _decision(w),
+            "conclusion": "c",
+            "rationale": "r",
+            "explanation": "e",
+            "supports": [EVENT_1],
+            "assumptions": [],
+            "open_questions": [],
+        },
+        {
+            "decision_id": _decision(w, "billing"),
+            "conclusion": "c2",
+            "rationale": "r2",
+            "explanation": "e2",
+            "supports": [EVENT_2],
+            "assumptions": ["a"],
+            "open_questions": ["q"],
+        },
+    ),
     ("traces", "reject_decision"): lambda w: (
         {"decision_id": _decision(w), "reason": "no"},
-        {"decision_id": _decision(w, "billing"), "reason": "other reason"}),
+        {"decision_id": _decision(w, "billing"), "reason": "other reason"},
+    ),
     ("traces", "reaffirm_decision"): lambda w: (
         {"decision_id": _decision(w), "explanation": "still true"},
-        {"decision_id": _decision(w, "billing"), "explanation": "checked again"}),
+        {"decision_id": _decision(w, "billing"), "explanation": "checked again"},
+    ),
     ("retention", "redact_event"): lambda w: (
         {"event_id": _event(w, "pick-db", 1), "reason": "personal data"},
-        {"event_id": _event(w, "billing", 1), "reason": "other reason"}),
+        {"event_id": _event(w, "billing", 1), "reason": "other reason"},
+    ),
     ("retention", "delete_task"): lambda w: (
         {"task_name": "pick-db", "include_decisions": True, "reason": "policy"},
-        {"task_name": "billing", "include_decisions": False, "reason": "other"}),
+        {"task_name": "billing", "include_decisions": False, "reason": "other"},
+    ),
     ("graph", "add"): lambda w: ({"key": "new-doc", "text": "t"}, {"key": "other-doc", "text": "t2"}),
     ("graph", "update"): lambda w: ({"key": "adr", "text": "v2"}, {"key": "other-doc", "text": "v3"}),
     ("graph", "delete"): lambda w: ({"key": "adr"}, {"key": "other-doc"}),

@@ -17,7 +17,9 @@ def event(world: World, task: str, seq: int) -> str:
 
 
 def cites_event(world: World, task: str, key: str, seq: int = 1, **kw: Any) -> Any:
-    return world.record(task, key, f"{key} decided", supports=[{"kind": "event", "task_name": "pick-db", "seq": seq}], **kw).decision
+    return world.record(
+        task, key, f"{key} decided", supports=[{"kind": "event", "task_name": "pick-db", "seq": seq}], **kw
+    ).decision
 
 
 def test_redaction_keeps_number_and_hash_and_flags_citers(world: World) -> None:
@@ -33,14 +35,20 @@ def test_redaction_keeps_number_and_hash_and_flags_citers(world: World) -> None:
     assert state(world, child)[1] is ReviewState.unknown  # its review is queued
     entry = ActivityLog(world.store, project_id=world.project_id).list()[0]
     assert (entry.action, entry.actor, entry.reason, entry.target_id) == (
-        "redact", "steward", "personal data", str(after.id),
+        "redact",
+        "steward",
+        "personal data",
+        str(after.id),
     )
 
 
 def test_redaction_errors(world: World) -> None:
     assert world.retention.redact_event(event(world, "pick-db", 9)).error is RetentionErrorCode.event_not_found
     assert world.retention.redact_event("not-an-id").error is RetentionErrorCode.event_not_found
-    assert world.retention.redact_event(event(world, "pick-db", 1), request_id="").error is RetentionErrorCode.invalid_request_id
+    assert (
+        world.retention.redact_event(event(world, "pick-db", 1), request_id="").error
+        is RetentionErrorCode.invalid_request_id
+    )
     first = world.retention.redact_event(event(world, "pick-db", 1), request_id="rq")
     assert world.retention.redact_event(event(world, "pick-db", 1), request_id="rq") == first
     other = world.retention.redact_event(event(world, "pick-db", 1), reason="x", request_id="rq")

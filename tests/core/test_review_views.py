@@ -27,7 +27,8 @@ PASSAGE = "Postgres stays the system of record"
 def world(store: GraphStore, project_id: str) -> World:
     """The world of test_decisions: a task with one event, and the ADR."""
     w = World(
-        store, project_id,
+        store,
+        project_id,
         ConversationHistory(store, project_id=project_id, agent_id="planner"),
         Graph(store, project_id=project_id, agent_id="ingest"),
         DecisionTraces(store, project_id=project_id, agent_id="planner"),
@@ -104,8 +105,12 @@ def test_a_changed_passage_is_not_offered_and_blocks_reaffirming(world: World) -
 
 def test_event_and_decision_supports_show_their_state(world: World) -> None:
     base = world.record("pick-db", "base", "Postgres").decision
-    d = world.record("billing", "db", "Billing on Postgres",
-                     supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}, dep(base)]).decision
+    d = world.record(
+        "billing",
+        "db",
+        "Billing on Postgres",
+        supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}, dep(base)],
+    ).decision
     review = views(world).decision_review(d)
     assert [v.state for v in review.supports] == ["current", "current"]
     assert review.supports[0].event.payload == "Which database?" and review.supports[1].decision.id == base.id
@@ -185,7 +190,12 @@ def test_review_until_done_spreads_a_flag_down_a_chain(world: World) -> None:
     assert world.traces.review_counts()["queued"] == 0
     assert review_until_done(world.traces) == review_until_done(world.traces, max_moved=5)
     assert review_until_done(world.traces).model_dump() == {
-        "moved": 0, "flagged": 0, "cleared": 0, "steps": 1, "done": True}
+        "moved": 0,
+        "flagged": 0,
+        "cleared": 0,
+        "steps": 1,
+        "done": True,
+    }
 
 
 def test_review_until_done_stops_after_max_moved(world: World) -> None:

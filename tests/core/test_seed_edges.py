@@ -16,7 +16,6 @@ from core import _counters, _review
 from core.knowledge import encode_chunk, encode_span
 from core.models import ReviewReason, ReviewState, StepResultValidity, WriteErrorCode
 from core.stores import GraphStore
-
 from tests.core.test_decisions import ADR, World, dep, state, world  # noqa: F401  (the shared fixture)
 
 # -- 1. a retry racing its first call -------------------------------------------
@@ -32,7 +31,7 @@ def _race(calls: int, call: Callable[[], Any]) -> list[Any]:
         try:
             barrier.wait(timeout=30)
             results[n] = call()
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(calls)]
@@ -51,10 +50,18 @@ CALLERS = 4
 def test_identical_record_calls_racing_with_one_request_id_all_get_the_stored_result(world: World) -> None:
     doc, got = world.cite("adr", "Postgres stays the system of record")
     for n in range(ROUNDS):
-        results = _race(CALLERS, lambda n=n: world.traces.record_decision(
-            "pick-db", choice_key=f"db-{n}", conclusion="Postgres", rationale="r",
-            supports=[doc], fetched=[got], request_id=f"race-{n}",
-        ))
+        results = _race(
+            CALLERS,
+            lambda n=n: world.traces.record_decision(
+                "pick-db",
+                choice_key=f"db-{n}",
+                conclusion="Postgres",
+                rationale="r",
+                supports=[doc],
+                fetched=[got],
+                request_id=f"race-{n}",
+            ),
+        )
         assert all(r.recorded for r in results), [r.error for r in results]
         assert len({r.decision.id for r in results}) == 1
     assert world.traces.list_decisions("pick-db", limit=20).page.count == ROUNDS
@@ -63,9 +70,14 @@ def test_identical_record_calls_racing_with_one_request_id_all_get_the_stored_re
 def test_identical_reject_calls_racing_with_one_request_id_all_get_the_stored_result(world: World) -> None:
     for n in range(ROUNDS):
         did = str(world.record("pick-db", f"db-{n}", "Postgres").decision.id)
-        results = _race(CALLERS, lambda did=did, n=n: world.traces.reject_decision(
-            did, reason="wrong", request_id=f"reject-{n}",
-        ))
+        results = _race(
+            CALLERS,
+            lambda did=did, n=n: world.traces.reject_decision(
+                did,
+                reason="wrong",
+                request_id=f"reject-{n}",
+            ),
+        )
         assert [(r.recorded, r.error) for r in results] == [(True, None)] * CALLERS
 
 
@@ -97,7 +109,12 @@ def test_superseding_a_flagged_decision_keeps_its_reason_and_fields(world: World
     assert (flagged.review_state, flagged.review_reason) == (ReviewState.needs_review, ReviewReason.source_changed)
     doc, got = world.cite("adr", "Postgres stays the system of record")
     new = world.traces.supersede_decision(
-        str(old.id), conclusion="Postgres 16", rationale="r", explanation="newer", supports=[doc], fetched=[got],
+        str(old.id),
+        conclusion="Postgres 16",
+        rationale="r",
+        explanation="newer",
+        supports=[doc],
+        fetched=[got],
     )
     assert new.recorded, new.error
     after = world.traces.get_decision(str(old.id)).decision
@@ -106,8 +123,8 @@ def test_superseding_a_flagged_decision_keeps_its_reason_and_fields(world: World
     assert after.model_dump(exclude={"status"}) == flagged.model_dump(exclude={"status"})
     # every decision that needs review has a reason, whatever its status
     rows = world.store.read(
-        world.project_id, "MATCH (d:Decision) WHERE d.review_state = 'needs_review' AND d.review_reason IS NULL "
-        "RETURN d.id AS id",
+        world.project_id,
+        "MATCH (d:Decision) WHERE d.review_state = 'needs_review' AND d.review_reason IS NULL RETURN d.id AS id",
     )
     assert rows == []
 
@@ -142,18 +159,30 @@ MALFORMED = [
 def test_a_support_of_invalid_form_is_refused_and_writes_nothing(world: World, bad: Any) -> None:
     good = {"kind": "event", "task_name": "pick-db", "seq": 1}
     refused = world.traces.record_decision(
-        "pick-db", choice_key="db", conclusion="c", rationale="r", supports=[good, bad],
+        "pick-db",
+        choice_key="db",
+        conclusion="c",
+        rationale="r",
+        supports=[good, bad],
     )
     assert (refused.recorded, refused.error) == (False, WriteErrorCode.support_malformed)
     assert world.traces.list_decisions("pick-db").page.count == 0
     d = world.record("pick-db", "db", "Postgres").decision
     refused = world.traces.supersede_decision(
-        str(d.id), conclusion="c", rationale="r", explanation="e", supports=[bad],
+        str(d.id),
+        conclusion="c",
+        rationale="r",
+        explanation="e",
+        supports=[bad],
     )
     assert (refused.recorded, refused.error) == (False, WriteErrorCode.support_malformed)
     assert world.traces.get_decision(str(d.id)).decision.status.value == "active"
     step = world.history.set_step(
-        "pick-db", name="s", state="completed", result_basis="supported", result_supports=[bad],
+        "pick-db",
+        name="s",
+        state="completed",
+        result_basis="supported",
+        result_supports=[bad],
     )
     assert (step.recorded, step.error) == (False, WriteErrorCode.support_invalid)
     assert world.history.list_steps("pick-db").steps == []
@@ -161,8 +190,7 @@ def test_a_support_of_invalid_form_is_refused_and_writes_nothing(world: World, b
 
 def test_supports_that_are_not_a_list_still_raise(world: World) -> None:
     with pytest.raises(ValueError):
-        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r",
-                                     supports="pick-db#1")  # type: ignore[arg-type]
+        world.traces.record_decision("pick-db", choice_key="db", conclusion="c", rationale="r", supports="pick-db#1")  # type: ignore[arg-type]
 
 
 # -- 5. a step support names text its version has ---------------------------------------
@@ -180,7 +208,10 @@ def test_a_step_cannot_cite_text_its_document_does_not_have(world: World) -> Non
     ]
     for n, evidence in enumerate(beyond):
         step = world.history.set_step(
-            "pick-db", name=f"s{n}", state="completed", result_basis="supported",
+            "pick-db",
+            name=f"s{n}",
+            state="completed",
+            result_basis="supported",
             result_supports=[{"kind": "document", "evidence_id": evidence}],
         )
         assert (step.recorded, step.error) == (False, WriteErrorCode.support_invalid), evidence
@@ -188,7 +219,10 @@ def test_a_step_cannot_cite_text_its_document_does_not_have(world: World) -> Non
     inside = [encode_span(info.node_id, info.activation_seq, 0, 6), encode_chunk(info.node_id, info.activation_seq, 0)]
     for n, evidence in enumerate(inside):
         step = world.history.set_step(
-            "pick-db", name=f"ok{n}", state="completed", result_basis="supported",
+            "pick-db",
+            name=f"ok{n}",
+            state="completed",
+            result_basis="supported",
             result_supports=[{"kind": "document", "evidence_id": evidence}],
         )
         assert step.recorded, step.error
@@ -237,8 +271,9 @@ def test_a_new_task_with_a_deleted_tasks_name_starts_empty_and_the_kept_decision
 
     # the choice is free again in the new task
     doc, got = world.cite("adr", "Postgres stays the system of record")
-    again = world.traces.record_decision("pick-db", choice_key="db", conclusion="FalkorDB", rationale="r",
-                                         supports=[doc], fetched=[got])
+    again = world.traces.record_decision(
+        "pick-db", choice_key="db", conclusion="FalkorDB", rationale="r", supports=[doc], fetched=[got]
+    )
     assert again.recorded, again.error
     assert again.decision.revision == 1 and again.decision.id != kept.id
     view = world.history.get_task("pick-db").view
@@ -250,7 +285,8 @@ def test_a_new_task_with_a_deleted_tasks_name_starts_empty_and_the_kept_decision
     assert {str(d.id) for d in world.history.get_task("pick-db").view.review_decisions} == {str(again.decision.id)}
     _task_counts_are_exact(world, "pick-db")
     superseded = world.traces.supersede_decision(
-        str(kept.id), conclusion="Postgres 16", rationale="r", explanation="e", supports=[doc], fetched=[got])
+        str(kept.id), conclusion="Postgres 16", rationale="r", explanation="e", supports=[doc], fetched=[got]
+    )
     assert superseded.recorded and superseded.decision.task_id == stored.task_id
     _task_counts_are_exact(world, "pick-db")
 
@@ -258,8 +294,9 @@ def test_a_new_task_with_a_deleted_tasks_name_starts_empty_and_the_kept_decision
     assert world.retention.delete_task("pick-db", include_decisions=False).recorded
     assert world.history.create_task("pick-db", goal="third").recorded
     assert world.history.get_task("pick-db").view.decision_count == 0
-    third = world.traces.record_decision("pick-db", choice_key="db", conclusion="Neo4j", rationale="r",
-                                         supports=[doc], fetched=[got])
+    third = world.traces.record_decision(
+        "pick-db", choice_key="db", conclusion="Neo4j", rationale="r", supports=[doc], fetched=[got]
+    )
     assert third.recorded, third.error
     assert len({third.decision.id, again.decision.id, kept.id}) == 3
     for d in (kept, again.decision, superseded.decision):
@@ -324,11 +361,18 @@ def test_load_events_keeps_a_payload_of_exactly_the_limit_whole(world: World) ->
 
 
 def test_search_clamps_its_limit_to_one_to_a_hundred(world: World) -> None:
-    world.traces.load_decisions([
-        {"task_name": "pick-db", "choice_key": f"k{i}", "conclusion": "Postgres everywhere", "rationale": "r",
-         "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}]}
-        for i in range(105)
-    ])
+    world.traces.load_decisions(
+        [
+            {
+                "task_name": "pick-db",
+                "choice_key": f"k{i}",
+                "conclusion": "Postgres everywhere",
+                "rationale": "r",
+                "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}],
+            }
+            for i in range(105)
+        ]
+    )
     assert len(world.traces.search_decisions("Postgres")) == 20  # the default
     assert len(world.traces.search_decisions("Postgres", limit=1000)) == 100
     assert len(world.traces.search_decisions("Postgres", limit=100)) == 100

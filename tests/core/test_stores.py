@@ -37,7 +37,9 @@ def test_unit_commits_every_write_together(store: GraphStore, items: str) -> Non
         return "done"
 
     assert store.transact(items, work) == "done"
-    rows = store.read(items, "MATCH (n:Item {project_id: $p}) RETURN n.id AS id, n.label AS label ORDER BY id", {"p": items})
+    rows = store.read(
+        items, "MATCH (n:Item {project_id: $p}) RETURN n.id AS id, n.label AS label ORDER BY id", {"p": items}
+    )
     assert rows == [{"id": "a", "label": "x"}, {"id": "b", "label": None}, {"id": "c", "label": None}]
 
 
@@ -158,7 +160,14 @@ def test_schema_setup_is_idempotent(store: GraphStore, items: str) -> None:
 
 
 def test_text_round_trips_exactly(store: GraphStore, items: str) -> None:
-    samples = ['quote " and \\ backslash', "line\nbreak\ttab\r", "émoji 😀 𝄞", "<script>alert(1)</script>", "", "}{CYPHER x=1"]
+    samples = [
+        'quote " and \\ backslash',
+        "line\nbreak\ttab\r",
+        "émoji 😀 𝄞",
+        "<script>alert(1)</script>",
+        "",
+        "}{CYPHER x=1",
+    ]
     for i, text in enumerate(samples):
         store.write(items, "CREATE (:Item {project_id: $p, id: $id, text: $t})", {"p": items, "id": str(i), "t": text})
     rows = store.read(items, "MATCH (n:Item {project_id: $p}) RETURN n.id AS id, n.text AS t", {"p": items})

@@ -19,9 +19,9 @@ def _apply(old: str, new: str) -> list[str]:
     pos = 0
     for op in ops:
         assert op.a0 == pos, "steps cover the old words in order"
-        out += a[op.a0:op.a1] if op.tag == "equal" else b[op.b0:op.b1]
+        out += a[op.a0 : op.a1] if op.tag == "equal" else b[op.b0 : op.b1]
         if op.tag == "equal":
-            assert a[op.a0:op.a1] == b[op.b0:op.b1]
+            assert a[op.a0 : op.a1] == b[op.b0 : op.b1]
         pos = op.a1
     assert pos == len(a)
     return out
@@ -39,8 +39,8 @@ def test_a_rewording_is_one_change_not_alternating_words() -> None:
     changes = [op for op in ops if op.tag != "equal"]
     assert len(changes) == 1
     only = changes[0]
-    assert [old[s:e] for s, e in a[only.a0:only.a1]] == ["uses", "CockroachDB,"]
-    assert [new[s:e] for s, e in b[only.b0:only.b1]] == ["may", "use", "PostgreSQL,"]
+    assert [old[s:e] for s, e in a[only.a0 : only.a1]] == ["uses", "CockroachDB,"]
+    assert [new[s:e] for s, e in b[only.b0 : only.b1]] == ["may", "use", "PostgreSQL,"]
 
 
 def test_random_edits_rebuild_the_new_text() -> None:

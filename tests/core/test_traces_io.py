@@ -14,7 +14,7 @@ import pytest
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
-from core.models import DocumentSupport, DecisionSupport, EventSupport
+from core.models import DecisionSupport, DocumentSupport, EventSupport
 from core.retention import ActivityLog
 from core.stores import GraphStore
 from core.traces_io import LineError, export_project, import_lines
@@ -52,28 +52,66 @@ def snapshot(store: GraphStore, project: str) -> dict[str, Any]:
         out["tasks"].append((t.name, t.goal, t.status, t.author, t.event_seq))
         for e in history.list_events(t.name, limit=200).events:
             redacted = e.redacted_at is not None
-            out["events"].append((t.name, e.seq, e.kind, e.role, e.name, e.payload, e.author, redacted,
-                                  None if redacted else e.payload_sha256))  # a redacted body is gone
+            out["events"].append(
+                (
+                    t.name,
+                    e.seq,
+                    e.kind,
+                    e.role,
+                    e.name,
+                    e.payload,
+                    e.author,
+                    redacted,
+                    None if redacted else e.payload_sha256,
+                )
+            )  # a redacted body is gone
         for s in history.list_steps(t.name, limit=200).steps:
-            out["steps"].append((t.name, s.name, s.state, s.kind, s.result_event_seq, s.result_basis,
-                                 s.result_validity, [support_view(x, names) for x in s.result_supports]))
+            out["steps"].append(
+                (
+                    t.name,
+                    s.name,
+                    s.state,
+                    s.kind,
+                    s.result_event_seq,
+                    s.result_basis,
+                    s.result_validity,
+                    [support_view(x, names) for x in s.result_supports],
+                )
+            )
     for d in decisions:
         history_of = traces.list_support_history(str(d.id), limit=200).supports
-        out["decisions"].append((
-            d.task_name, d.choice_key, d.revision, d.conclusion, d.rationale, d.assumptions, d.open_questions,
-            d.author, d.status, d.review_state, d.review_reason, d.rejection_reason, d.rejected_by,
-            [support_view(s, names) for s in d.supports],
-            [(support_view(s, names), s.current, s.reviewed_by, s.review_explanation) for s in history_of],
-        ))
+        out["decisions"].append(
+            (
+                d.task_name,
+                d.choice_key,
+                d.revision,
+                d.conclusion,
+                d.rationale,
+                d.assumptions,
+                d.open_questions,
+                d.author,
+                d.status,
+                d.review_state,
+                d.review_reason,
+                d.rejection_reason,
+                d.rejected_by,
+                [support_view(s, names) for s in d.supports],
+                [(support_view(s, names), s.current, s.reviewed_by, s.review_explanation) for s in history_of],
+            )
+        )
     keys = sorted({s.document_key for d in decisions for s in d.supports if isinstance(s, DocumentSupport)})
     for key in keys:
         info = graph.get_document(key)
-        out["documents"].append((key, info.state if info else None,
-                                 [(v.activation_seq, v.content_hash) for v in graph.list_versions(key)]))
+        out["documents"].append(
+            (key, info.state if info else None, [(v.activation_seq, v.content_hash) for v in graph.list_versions(key)])
+        )
     out["review"] = traces.review_counts()
     out["conflicts"] = [g.choice_key for g in traces.list_conflicts().groups]
-    out["activity"] = sorted((a.actor, a.action, a.summary, a.reason) for a in
-                             ActivityLog(store, project_id=project).list(limit=200) if a.action != "delete_task")
+    out["activity"] = sorted(
+        (a.actor, a.action, a.summary, a.reason)
+        for a in ActivityLog(store, project_id=project).list(limit=200)
+        if a.action != "delete_task"
+    )
     return out
 
 
@@ -87,15 +125,24 @@ def review_some(store: GraphStore, project: str) -> None:
     while traces.continue_decision_review().more:  # review spread to the end: nothing queued
         pass
     flagged = traces.list_decisions_for_review(limit=50).decisions
-    reaffirmed = [d for d in flagged
-                  if traces.reaffirm_decision(str(d.id), explanation="Still what the ADR says.").recorded]
+    reaffirmed = [
+        d for d in flagged if traces.reaffirm_decision(str(d.id), explanation="Still what the ADR says.").recorded
+    ]
     assert reaffirmed, "the demo should hold a decision whose passage only moved"
     rest = [d for d in flagged if d not in reaffirmed]
     event = {"kind": "event", "task_name": rest[0].task_name, "seq": 1}
-    assert traces.supersede_decision(str(rest[0].id), conclusion="Revisit next quarter", rationale="Changed policy",
-                                     explanation="The cited text changed", supports=[event]).recorded
-    assert DecisionTraces(store, project_id=project, agent_id="stan").reject_decision(
-        str(rest[1].id), reason="No longer true").recorded
+    assert traces.supersede_decision(
+        str(rest[0].id),
+        conclusion="Revisit next quarter",
+        rationale="Changed policy",
+        explanation="The cited text changed",
+        supports=[event],
+    ).recorded
+    assert (
+        DecisionTraces(store, project_id=project, agent_id="stan")
+        .reject_decision(str(rest[1].id), reason="No longer true")
+        .recorded
+    )
     while traces.continue_decision_review().more:  # their dependants, reviewed in turn
         pass
 
@@ -145,16 +192,32 @@ def test_bad_lines_are_reported_by_number_and_the_good_ones_applied(store: Graph
         json.dumps({"op": "create_task", "task": "pick-db", "goal": "Pick a database", "agent": "planner"}),
         "{not json",
         json.dumps({"op": "launch_rockets"}),
-        json.dumps({"op": "record_event", "task": "pick-db", "kind": "message", "role": "user",
-                    "payload": "Which database for orders?"}),
+        json.dumps(
+            {
+                "op": "record_event",
+                "task": "pick-db",
+                "kind": "message",
+                "role": "user",
+                "payload": "Which database for orders?",
+            }
+        ),
         json.dumps({"op": "record_event", "task": "no-such-task", "kind": "message", "payload": "x"}),
         json.dumps({"op": "record_event", "task": "pick-db", "kind": "shout", "payload": "x"}),
         json.dumps(["a", "list"]),
         "",
-        json.dumps({"op": "record_decision", "task": "pick-db", "choice_key": "orders-db", "conclusion": "Postgres",
-                    "rationale": "asked", "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}]}),
-        json.dumps({"op": "reject_decision", "decision": {"task": "pick-db", "choice_key": "orders-db",
-                                                          "revision": 1}}),
+        json.dumps(
+            {
+                "op": "record_decision",
+                "task": "pick-db",
+                "choice_key": "orders-db",
+                "conclusion": "Postgres",
+                "rationale": "asked",
+                "supports": [{"kind": "event", "task_name": "pick-db", "seq": 1}],
+            }
+        ),
+        json.dumps(
+            {"op": "reject_decision", "decision": {"task": "pick-db", "choice_key": "orders-db", "revision": 1}}
+        ),
     ]
     found = errors(import_lines(store, lines, project=project_id))
     assert [n for n, _ in found] == [2, 3, 5, 6, 7, 10]

@@ -53,20 +53,37 @@ def story(db: None) -> Iterator[Story]:
         return [{"kind": "document", "evidence_id": evidence}], [graph.fetch(evidence)]
 
     s, f = cite("adr", "Orders stay on Postgres.")
-    moved = traces.record_decision("choose-db", choice_key="orders-db", conclusion="Postgres", rationale="ADR",
-                                   supports=s, fetched=f).decision
+    moved = traces.record_decision(
+        "choose-db", choice_key="orders-db", conclusion="Postgres", rationale="ADR", supports=s, fetched=f
+    ).decision
     s, f = cite("oncall", "within an hour")
-    changed = traces.record_decision("on-call", choice_key="pager", conclusion="One hour", rationale="policy",
-                                     supports=s, fetched=f).decision
-    xss = traces.record_decision("on-call", choice_key="xss", conclusion="<script>alert('x')</script>",
-                                 rationale="<b onmouseover=alert(1)>hi</b>",
-                                 supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}]).decision
-    clear = traces.record_decision("on-call", choice_key="orders-db", conclusion="MySQL", rationale="conflict",
-                                   supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}]).decision
+    changed = traces.record_decision(
+        "on-call", choice_key="pager", conclusion="One hour", rationale="policy", supports=s, fetched=f
+    ).decision
+    xss = traces.record_decision(
+        "on-call",
+        choice_key="xss",
+        conclusion="<script>alert('x')</script>",
+        rationale="<b onmouseover=alert(1)>hi</b>",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    ).decision
+    clear = traces.record_decision(
+        "on-call",
+        choice_key="orders-db",
+        conclusion="MySQL",
+        rationale="conflict",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    ).decision
     graph.update("adr", "Preface.\n\n" + ADR)  # the passage moved
     graph.update("oncall", "Owners answer pages within a day.")  # the passage changed
-    yield Story(project, str(moved.id), str(changed.id), str(clear.id),
-                c.event_id(c.task_id(project, "choose-db"), 1), str(xss.id))
+    yield Story(
+        project,
+        str(moved.id),
+        str(changed.id),
+        str(clear.id),
+        c.event_id(c.task_id(project, "choose-db"), 1),
+        str(xss.id),
+    )
     get_store().drop_project(project)  # the handle may have been reopened by the test
     reset_store()
 

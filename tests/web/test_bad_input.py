@@ -15,19 +15,48 @@ from .test_dashboard import decision
 
 NASTY = st.one_of(
     st.text(max_size=300),
-    st.sampled_from(["\x00", "-1", "99999999999999999999999", "1e9", "../", "%00", "<script>", "' OR 1=1 --",
-                     "\u202e", "\ud7ff", "a" * 5000, "NaN", " ", ""]),
+    st.sampled_from(
+        [
+            "\x00",
+            "-1",
+            "99999999999999999999999",
+            "1e9",
+            "../",
+            "%00",
+            "<script>",
+            "' OR 1=1 --",
+            "\u202e",
+            "\ud7ff",
+            "a" * 5000,
+            "NaN",
+            " ",
+            "",
+        ]
+    ),
 )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=NASTY, param=st.sampled_from(["page", "task", "reason", "state", "cause", "q", "after", "name", "key",
-                                           "before", "event_id"]))
+@given(
+    value=NASTY,
+    param=st.sampled_from(
+        ["page", "task", "reason", "state", "cause", "q", "after", "name", "key", "before", "event_id"]
+    ),
+)
 def test_query_parameters_never_break_a_page(story: Story, as_: Any, value: str, param: str) -> None:
     client = as_("steward")
     p = f"/p/{story.project}"
-    for path in ("/review/", "/tasks/", "/task/", "/events/", "/document/", "/activity/", "/conflicts/",
-                 "/events/redact", "/task/delete"):
+    for path in (
+        "/review/",
+        "/tasks/",
+        "/task/",
+        "/events/",
+        "/document/",
+        "/activity/",
+        "/conflicts/",
+        "/events/redact",
+        "/task/delete",
+    ):
         response = client.get(p + path, {param: value})
         assert response.status_code in (200, 400, 404), (path, param, value, response.status_code)
 

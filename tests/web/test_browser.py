@@ -33,15 +33,24 @@ SHOTS = Path(os.environ.get("REVIEWER_TEST_OUTPUT", "test-output")) / "screensho
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium is not at {CHROMIUM}: install Debian's chromium or set REVIEWER_TEST_CHROMIUM",
-                    pytrace=False)
+        pytest.fail(
+            f"Chromium is not at {CHROMIUM}: install Debian's chromium or set REVIEWER_TEST_CHROMIUM", pytrace=False
+        )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(
-            executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
         )
         yield chromium
         chromium.close()

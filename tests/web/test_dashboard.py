@@ -29,9 +29,18 @@ def decision(story: Story, did: str) -> Any:
 def pages(story: Story) -> list[str]:
     p = f"/p/{story.project}"
     return [
-        f"{p}/", f"{p}/review/", f"{p}/review/?state=unknown&reason=bogus&page=-3", f"{p}/decisions/{story.moved}/",
-        f"{p}/decisions/{story.changed}/", f"{p}/conflicts/", f"{p}/tasks/", f"{p}/tasks/?q=call",
-        f"{p}/task/?name=choose-db", f"{p}/events/?task=choose-db", f"{p}/document/?key=adr", f"{p}/activity/",
+        f"{p}/",
+        f"{p}/review/",
+        f"{p}/review/?state=unknown&reason=bogus&page=-3",
+        f"{p}/decisions/{story.moved}/",
+        f"{p}/decisions/{story.changed}/",
+        f"{p}/conflicts/",
+        f"{p}/tasks/",
+        f"{p}/tasks/?q=call",
+        f"{p}/task/?name=choose-db",
+        f"{p}/events/?task=choose-db",
+        f"{p}/document/?key=adr",
+        f"{p}/activity/",
     ]
 
 
@@ -70,7 +79,9 @@ def test_strangers_get_login_or_404(story: Story, as_: Any, role: str) -> None:
             assert response.status_code == 302 and "/login/" in response["Location"], url
         else:
             assert response.status_code == 404, url
-    action = client.post(f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "r", "explanation": "x"})
+    action = client.post(
+        f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "r", "explanation": "x"}
+    )
     assert action.status_code == (302 if role == "anonymous" else 404)
     assert decision(story, story.moved).review_state is ReviewState.needs_review
 
@@ -78,16 +89,20 @@ def test_strangers_get_login_or_404(story: Story, as_: Any, role: str) -> None:
 def test_unknown_ids_answer_404(story: Story, as_: Any) -> None:
     client = as_("steward")
     p = f"/p/{story.project}"
-    for url in (f"{p}/decisions/00000000-0000-4000-8000-000000000000/", f"{p}/task/?name=nope",
-                f"{p}/events/?task=nope", f"{p}/document/?key=nope", f"{p}/events/redact?event_id=zzz",
-                f"{p}/decisions/not-a-uuid/"):
+    for url in (
+        f"{p}/decisions/00000000-0000-4000-8000-000000000000/",
+        f"{p}/task/?name=nope",
+        f"{p}/events/?task=nope",
+        f"{p}/document/?key=nope",
+        f"{p}/events/redact?event_id=zzz",
+        f"{p}/decisions/not-a-uuid/",
+    ):
         assert client.get(url).status_code == 404, url
 
 
 @pytest.mark.parametrize("action", ["reaffirm", "reject", "supersede"])
 def test_a_viewer_cannot_act(story: Story, as_: Any, action: str) -> None:
-    data = {"request_id": "v1", "explanation": "x", "reason": "x", "conclusion": "c", "rationale": "r",
-            "keep": []}
+    data = {"request_id": "v1", "explanation": "x", "reason": "x", "conclusion": "c", "rationale": "r", "keep": []}
     response = as_("viewer").post(f"/p/{story.project}/decisions/{story.moved}/{action}", data)
     assert response.status_code == 403
     d = decision(story, story.moved)
@@ -99,10 +114,18 @@ def test_stewardship_needs_the_steward_role(story: Story, as_: Any) -> None:
     for role in ("viewer", "reviewer"):
         client = as_(role)
         assert client.get(f"{p}/events/redact?event_id={story.event_id}").status_code == 403
-        assert client.post(f"{p}/events/redact", {"event_id": story.event_id, "reason": "x", "confirm": "on",
-                                                  "request_id": "q"}).status_code == 403
-        assert client.post(f"{p}/task/delete", {"name": "on-call", "reason": "x", "confirm": "on",
-                                                "request_id": "q"}).status_code == 403
+        assert (
+            client.post(
+                f"{p}/events/redact", {"event_id": story.event_id, "reason": "x", "confirm": "on", "request_id": "q"}
+            ).status_code
+            == 403
+        )
+        assert (
+            client.post(
+                f"{p}/task/delete", {"name": "on-call", "reason": "x", "confirm": "on", "request_id": "q"}
+            ).status_code
+            == 403
+        )
         assert client.post(f"{p}/review/sweep").status_code == 403
     history = ConversationHistory(get_store(), project_id=story.project, agent_id="t")
     assert history.fetch_event("choose-db", 1).event.redacted_at is None
@@ -123,7 +146,8 @@ def test_reviewer_reaffirms_and_the_queue_shrinks(story: Story, as_: Any) -> Non
 
 def test_reaffirm_with_htmx_returns_the_card_and_counters(story: Story, as_: Any) -> None:
     response = as_("reviewer").post(
-        f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "hx", "explanation": "ok"},
+        f"/p/{story.project}/decisions/{story.moved}/reaffirm",
+        {"request_id": "hx", "explanation": "ok"},
         HTTP_HX_REQUEST="true",
     )
     body = response.content.decode()
@@ -132,8 +156,10 @@ def test_reaffirm_with_htmx_returns_the_card_and_counters(story: Story, as_: Any
 
 
 def test_a_refused_reaffirm_says_why_in_a_sentence(story: Story, as_: Any) -> None:
-    response = as_("reviewer").post(f"/p/{story.project}/decisions/{story.changed}/reaffirm",
-                                    {"request_id": "no", "explanation": "I think it holds"})
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.changed}/reaffirm",
+        {"request_id": "no", "explanation": "I think it holds"},
+    )
     body = response.content.decode()
     assert response.status_code == 400 and "cannot be reaffirmed" in body and "cannot_revalidate" not in body
     assert "I think it holds" in body  # what they typed is kept
@@ -165,15 +191,39 @@ def test_supersede_records_the_next_revision_or_keeps_the_input(story: Story, as
     url = f"/p/{story.project}/decisions/{story.changed}/supersede"
     page = client.get(f"/p/{story.project}/decisions/{story.changed}/").content.decode()
     assert 'name="add"' in page
-    refused = client.post(url, {"request_id": "s1", "conclusion": "One day", "rationale": "policy changed",
-                                "explanation": "", "add": "event choose-db 1"})
+    refused = client.post(
+        url,
+        {
+            "request_id": "s1",
+            "conclusion": "One day",
+            "rationale": "policy changed",
+            "explanation": "",
+            "add": "event choose-db 1",
+        },
+    )
     body = refused.content.decode()
     assert refused.status_code == 400 and "One day" in body and "Explain why" in body
-    bad_support = client.post(url, {"request_id": "s2", "conclusion": "One day", "rationale": "r",
-                                    "explanation": "policy moved", "add": "nonsense here"})
+    bad_support = client.post(
+        url,
+        {
+            "request_id": "s2",
+            "conclusion": "One day",
+            "rationale": "r",
+            "explanation": "policy moved",
+            "add": "nonsense here",
+        },
+    )
     assert bad_support.status_code == 400 and "is not an evidence id" in bad_support.content.decode()
-    done = client.post(url, {"request_id": "s3", "conclusion": "One day", "rationale": "policy changed",
-                             "explanation": "The on-call policy now says a day", "add": "event choose-db 1"})
+    done = client.post(
+        url,
+        {
+            "request_id": "s3",
+            "conclusion": "One day",
+            "rationale": "policy changed",
+            "explanation": "The on-call policy now says a day",
+            "add": "event choose-db 1",
+        },
+    )
     assert done.status_code == 302
     old = decision(story, story.changed)
     assert old.status is DecisionStatus.superseded
@@ -184,8 +234,12 @@ def test_supersede_records_the_next_revision_or_keeps_the_input(story: Story, as
 
 def test_agent_text_is_escaped_everywhere(story: Story, as_: Any) -> None:
     client = as_("reviewer")
-    for url in (f"/p/{story.project}/decisions/{story.xss}/", f"/p/{story.project}/conflicts/",
-                f"/p/{story.project}/task/?name=on-call", f"/p/{story.project}/events/?task=choose-db"):
+    for url in (
+        f"/p/{story.project}/decisions/{story.xss}/",
+        f"/p/{story.project}/conflicts/",
+        f"/p/{story.project}/task/?name=on-call",
+        f"/p/{story.project}/events/?task=choose-db",
+    ):
         body = client.get(url).content.decode()
         assert "<script>alert" not in body and "<b onmouseover" not in body and '"><img' not in body, url
     body = client.get(f"/p/{story.project}/decisions/{story.xss}/").content.decode()
@@ -198,8 +252,9 @@ def test_steward_redacts_after_confirming(story: Story, as_: Any) -> None:
     assert client.get(f"{p}/events/redact?event_id={story.event_id}").status_code == 200
     unconfirmed = client.post(f"{p}/events/redact", {"event_id": story.event_id, "reason": "PII", "request_id": "x1"})
     assert unconfirmed.status_code == 400 and "Tick the box" in unconfirmed.content.decode()
-    done = client.post(f"{p}/events/redact", {"event_id": story.event_id, "reason": "PII", "confirm": "on",
-                                              "request_id": "x2"})
+    done = client.post(
+        f"{p}/events/redact", {"event_id": story.event_id, "reason": "PII", "confirm": "on", "request_id": "x2"}
+    )
     assert done.status_code == 302
     event = ConversationHistory(get_store(), project_id=story.project, agent_id="t").fetch_event("choose-db", 1).event
     assert event.payload == "[REDACTED]"
@@ -213,8 +268,10 @@ def test_steward_deletes_a_task_after_a_preview(story: Story, as_: Any) -> None:
     p = f"/p/{story.project}"
     preview = client.get(f"{p}/task/delete?name=choose-db").content.decode()
     assert "1 event" in preview and "decision" in preview
-    done = client.post(f"{p}/task/delete", {"name": "choose-db", "include_decisions": "on", "reason": "retention",
-                                            "confirm": "on", "request_id": "d1"})
+    done = client.post(
+        f"{p}/task/delete",
+        {"name": "choose-db", "include_decisions": "on", "reason": "retention", "confirm": "on", "request_id": "d1"},
+    )
     assert done.status_code == 302
     assert client.get(f"{p}/task/?name=choose-db").status_code == 404
 
@@ -222,7 +279,9 @@ def test_steward_deletes_a_task_after_a_preview(story: Story, as_: Any) -> None:
 def test_csrf_is_enforced(story: Story, people: Any) -> None:
     client = Client(enforce_csrf_checks=True)
     client.force_login(people["reviewer"])
-    response = client.post(f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "c", "explanation": "x"})
+    response = client.post(
+        f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "c", "explanation": "x"}
+    )
     assert response.status_code == 403
     assert decision(story, story.moved).review_state is ReviewState.needs_review
 
@@ -254,10 +313,16 @@ def test_each_card_carries_its_own_request_id(story: Story, as_: Any) -> None:
     ids = re.findall(r'name="request_id" value="([0-9a-f]{32})"', page)
     assert len(ids) == 4 and len(set(ids)) == 4  # two cards, two forms each
     # acting on both cards with the ids from the one page: both apply
-    first = client.post(f"/p/{story.project}/decisions/{story.moved}/reaffirm",
-                        {"request_id": ids[0], "explanation": "ok"}, HTTP_HX_REQUEST="true")
-    second = client.post(f"/p/{story.project}/decisions/{story.changed}/reject",
-                         {"request_id": ids[3], "reason": "policy moved"}, HTTP_HX_REQUEST="true")
+    first = client.post(
+        f"/p/{story.project}/decisions/{story.moved}/reaffirm",
+        {"request_id": ids[0], "explanation": "ok"},
+        HTTP_HX_REQUEST="true",
+    )
+    second = client.post(
+        f"/p/{story.project}/decisions/{story.changed}/reject",
+        {"request_id": ids[3], "reason": "policy moved"},
+        HTTP_HX_REQUEST="true",
+    )
     assert "Reaffirmed" in first.content.decode() and "Rejected" in second.content.decode()
 
 

@@ -22,17 +22,24 @@ REST = "We review the choice every quarter."
 def _services(story: Story) -> tuple[Graph, DecisionTraces]:
     store = get_store()
     ConversationHistory(store, project_id=story.project, agent_id="planner").create_task("pick", goal="Pick")
-    return (Graph(store, project_id=story.project, agent_id="ingest"),
-            DecisionTraces(store, project_id=story.project, agent_id="planner"))
+    return (
+        Graph(store, project_id=story.project, agent_id="ingest"),
+        DecisionTraces(store, project_id=story.project, agent_id="planner"),
+    )
 
 
 def test_a_chunk_support_shows_its_passage_after_its_document_is_deleted(story: Story, as_: Any) -> None:
     graph, traces = _services(story)
     graph.add("memo", "A memo that cites <b>itself</b>.")
     evidence = graph.chunk_evidence_ids("memo")[0]
-    d = traces.record_decision("pick", choice_key="memo", conclusion="c", rationale="r",
-                               supports=[{"kind": "document", "evidence_id": evidence}],
-                               fetched=[graph.fetch(evidence)]).decision
+    d = traces.record_decision(
+        "pick",
+        choice_key="memo",
+        conclusion="c",
+        rationale="r",
+        supports=[{"kind": "document", "evidence_id": evidence}],
+        fetched=[graph.fetch(evidence)],
+    ).decision
     graph.delete("memo")
     page = as_("reviewer").get(f"/p/{story.project}/decisions/{d.id}/").content.decode()
     assert f'title="the passage as recorded">{escape("A memo that cites <b>itself</b>.")}</blockquote>' in page
@@ -45,9 +52,14 @@ def test_the_supersede_form_keeps_the_passage_nearest_where_it_was(story: Story,
     graph.add("plan", text)
     start = text.index(PASSAGE)
     evidence = graph.span_evidence_id("plan", start, start + len(PASSAGE))
-    d = traces.record_decision("pick", choice_key="plan", conclusion="c", rationale="r",
-                               supports=[{"kind": "document", "evidence_id": evidence}],
-                               fetched=[graph.fetch(evidence)]).decision
+    d = traces.record_decision(
+        "pick",
+        choice_key="plan",
+        conclusion="c",
+        rationale="r",
+        supports=[{"kind": "document", "evidence_id": evidence}],
+        fetched=[graph.fetch(evidence)],
+    ).decision
     new = f"{PASSAGE}\n\n{PASSAGE}\n\n{REST}"  # a copy first, the passage itself still near its old place
     graph.update("plan", new)
     nearest = graph.span_evidence_id("plan", new.rindex(PASSAGE), new.rindex(PASSAGE) + len(PASSAGE))

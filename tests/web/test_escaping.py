@@ -78,34 +78,62 @@ def evil(db: None) -> Iterator[Hostile]:
     evidence = graph.span_evidence_id(key, start, start + len("The passage."))
     event_1 = {"kind": "event", "task_name": task, "seq": 1}
     first = traces.record_decision(
-        task, choice_key=hostile("choice"), conclusion=hostile("conclusion"), rationale=hostile("rationale"),
-        assumptions=[hostile("assumption")], open_questions=[hostile("question")],
-        supports=[{"kind": "document", "evidence_id": evidence}, event_1], fetched=[graph.fetch(evidence)],
+        task,
+        choice_key=hostile("choice"),
+        conclusion=hostile("conclusion"),
+        rationale=hostile("rationale"),
+        assumptions=[hostile("assumption")],
+        open_questions=[hostile("question")],
+        supports=[{"kind": "document", "evidence_id": evidence}, event_1],
+        fetched=[graph.fetch(evidence)],
     ).decision
     dependant = traces.record_decision(
-        other, choice_key=hostile("depchoice"), conclusion=hostile("depconclusion"), rationale="r",
+        other,
+        choice_key=hostile("depchoice"),
+        conclusion=hostile("depconclusion"),
+        rationale="r",
         supports=[{"kind": "decision", "decision_id": str(first.id)}],
     ).decision
     rival = traces.record_decision(  # the same choice in another task, another conclusion: a conflict
-        other, choice_key=hostile("choice"), conclusion=hostile("rivalconclusion"), rationale="r", supports=[event_1],
+        other,
+        choice_key=hostile("choice"),
+        conclusion=hostile("rivalconclusion"),
+        rationale="r",
+        supports=[event_1],
     ).decision
     revised = traces.supersede_decision(
-        str(rival.id), conclusion=hostile("revisedconclusion"), rationale="r", explanation=hostile("explanation"),
+        str(rival.id),
+        conclusion=hostile("revisedconclusion"),
+        rationale="r",
+        explanation=hostile("explanation"),
         supports=[event_1],
     ).decision
     rejected = traces.record_decision(other, choice_key="gone", conclusion="c", rationale="r", supports=[event_1])
     traces.reject_decision(str(rejected.decision.id), reason=hostile("rejectreason"))
     reaffirmed = traces.record_decision(other, choice_key="kept", conclusion="c", rationale="r", supports=[event_1])
     traces.reaffirm_decision(str(reaffirmed.decision.id), explanation=hostile("reaffirmexplanation"))
-    history.set_step(task, name=hostile("step"), state="completed", result_basis="supported",
-                     result_supports=[event_1, {"kind": "document", "evidence_id": evidence}])
+    history.set_step(
+        task,
+        name=hostile("step"),
+        state="completed",
+        result_basis="supported",
+        result_supports=[event_1, {"kind": "document", "evidence_id": evidence}],
+    )
     graph.update(key, "Preface " + hostile("newtext") + ". Intro. " + hostile("doctext") + " The passage.")
     traces.continue_decision_review()  # the dependant flagged through its dependency
     retention.redact_event(c.event_id(c.task_id(project, task), 2), reason=hostile("redactreason"))
     retention.delete_task(doomed, reason=hostile("deletereason"))
     assert dependant.id and revised is not None
-    yield Hostile(project, task, hostile("goal"), other, key, str(first.id), str(revised.id),
-                  c.event_id(c.task_id(project, task), 1))
+    yield Hostile(
+        project,
+        task,
+        hostile("goal"),
+        other,
+        key,
+        str(first.id),
+        str(revised.id),
+        c.event_id(c.task_id(project, task), 1),
+    )
     get_store().drop_project(project)
     reset_store()
 
@@ -124,51 +152,129 @@ Visit = tuple[str, str, dict[str, Any], bool, bool, tuple[str, ...]]
 
 def visits(h: Hostile) -> dict[str, list[Visit]]:
     decision = f"decisions/{h.first}/"
-    typed = {"explanation": hostile("typedexplanation"), "reason": hostile("typedreason"),
-             "conclusion": hostile("typedconclusion"), "rationale": hostile("typedrationale"),
-             "assumptions": hostile("typedassumption"), "open_questions": hostile("typedquestion"),
-             "add": hostile("typedsupport")}
+    typed = {
+        "explanation": hostile("typedexplanation"),
+        "reason": hostile("typedreason"),
+        "conclusion": hostile("typedconclusion"),
+        "rationale": hostile("typedrationale"),
+        "assumptions": hostile("typedassumption"),
+        "open_questions": hostile("typedquestion"),
+        "add": hostile("typedsupport"),
+    }
     return {
         "home": [("GET", "/", {}, True, False, ("dockey", "redactreason"))],  # one project: its overview
         "healthz": [("GET", "/healthz", {}, False, False, ())],
-        "login": [("GET", "/login/", {}, False, False, ()),
-                  ("POST", "/login/", {"username": hostile("typedusername"), "password": "x"}, False, False,
-                   ("typedusername",))],
+        "login": [
+            ("GET", "/login/", {}, False, False, ()),
+            (
+                "POST",
+                "/login/",
+                {"username": hostile("typedusername"), "password": "x"},
+                False,
+                False,
+                ("typedusername",),
+            ),
+        ],
         "logout": [("POST", "/logout/", {}, True, False, ())],
         "overview": [("GET", "", {}, False, False, ("dockey", "redactreason", "deletereason", "doomedtask"))],
-        "queue": [("GET", "review/", {}, False, True, ("conclusion", "depconclusion", "task", "othertask")),
-                  ("GET", "review/", {"task": hostile("filtertask"), "cause": hostile("filtercause")}, False, False,
-                   ())],
+        "queue": [
+            ("GET", "review/", {}, False, True, ("conclusion", "depconclusion", "task", "othertask")),
+            ("GET", "review/", {"task": hostile("filtertask"), "cause": hostile("filtercause")}, False, False, ()),
+        ],
         "sweep": [("POST", "review/sweep", {}, True, True, ())],
-        "decision": [("GET", decision, {}, False, False,
-                      ("conclusion", "rationale", "assumption", "question", "choice", "dockey", "task", "agent",
-                       "depchoice", "othertask")),
-                     ("GET", f"decisions/{h.superseded}/", {}, False, False,
-                      ("explanation", "revisedconclusion", "rivalconclusion", "othertask"))],
-        "reaffirm": [("POST", decision + "reaffirm", {"request_id": "esc-1", **typed}, True, True,
-                      ("conclusion",))],
-        "supersede": [("POST", decision + "supersede", {"request_id": "esc-2", **typed, "explanation": ""},
-                       False, True, ("typedconclusion", "typedrationale", "typedassumption", "typedquestion"))],
+        "decision": [
+            (
+                "GET",
+                decision,
+                {},
+                False,
+                False,
+                (
+                    "conclusion",
+                    "rationale",
+                    "assumption",
+                    "question",
+                    "choice",
+                    "dockey",
+                    "task",
+                    "agent",
+                    "depchoice",
+                    "othertask",
+                ),
+            ),
+            (
+                "GET",
+                f"decisions/{h.superseded}/",
+                {},
+                False,
+                False,
+                ("explanation", "revisedconclusion", "rivalconclusion", "othertask"),
+            ),
+        ],
+        "reaffirm": [("POST", decision + "reaffirm", {"request_id": "esc-1", **typed}, True, True, ("conclusion",))],
+        "supersede": [
+            (
+                "POST",
+                decision + "supersede",
+                {"request_id": "esc-2", **typed, "explanation": ""},
+                False,
+                True,
+                ("typedconclusion", "typedrationale", "typedassumption", "typedquestion"),
+            )
+        ],
         "reject": [("POST", decision + "reject", {**typed}, False, True, ("conclusion", "typedreason"))],
-        "conflicts": [("GET", "conflicts/", {}, False, False,
-                       ("choice", "conclusion", "revisedconclusion", "task", "othertask"))],
-        "tasks": [("GET", "tasks/", {}, False, False, ("task", "goal", "othertask")),
-                  ("GET", "tasks/", {"q": hostile("query")}, False, False, ())],
+        "conflicts": [
+            ("GET", "conflicts/", {}, False, False, ("choice", "conclusion", "revisedconclusion", "task", "othertask"))
+        ],
+        "tasks": [
+            ("GET", "tasks/", {}, False, False, ("task", "goal", "othertask")),
+            ("GET", "tasks/", {"q": hostile("query")}, False, False, ()),
+        ],
         "task": [("GET", "task/", {"name": h.task}, False, False, ("task", "goal", "step", "conclusion", "choice"))],
-        "delete_task": [("GET", "task/delete", {"name": h.task}, False, False, ("task",)),
-                        ("POST", "task/delete", {"name": h.task, "reason": hostile("typeddeletereason"),
-                                                 "request_id": "esc-3"}, False, False,
-                         ("task", "typeddeletereason"))],
+        "delete_task": [
+            ("GET", "task/delete", {"name": h.task}, False, False, ("task",)),
+            (
+                "POST",
+                "task/delete",
+                {"name": h.task, "reason": hostile("typeddeletereason"), "request_id": "esc-3"},
+                False,
+                False,
+                ("task", "typeddeletereason"),
+            ),
+        ],
         "events": [("GET", "events/", {"task": h.task}, False, False, ("payload", "role", "toolname", "agent"))],
-        "redact": [("GET", "events/redact", {"event_id": h.event}, False, False, ("payload", "task")),
-                   ("POST", "events/redact", {"event_id": h.event, "reason": hostile("typedredactreason"),
-                                              "request_id": "esc-4"}, False, False,
-                    ("payload", "typedredactreason"))],
-        "document": [("GET", "document/", {"key": h.doc_key}, False, False,
-                      ("dockey", "doctext", "newtext", "choice", "task"))],
-        "activity": [("GET", "activity/", {}, False, False,
-                      ("rejectreason", "reaffirmexplanation", "explanation", "redactreason", "deletereason",
-                       "doomedtask", "steward"))],
+        "redact": [
+            ("GET", "events/redact", {"event_id": h.event}, False, False, ("payload", "task")),
+            (
+                "POST",
+                "events/redact",
+                {"event_id": h.event, "reason": hostile("typedredactreason"), "request_id": "esc-4"},
+                False,
+                False,
+                ("payload", "typedredactreason"),
+            ),
+        ],
+        "document": [
+            ("GET", "document/", {"key": h.doc_key}, False, False, ("dockey", "doctext", "newtext", "choice", "task"))
+        ],
+        "activity": [
+            (
+                "GET",
+                "activity/",
+                {},
+                False,
+                False,
+                (
+                    "rejectreason",
+                    "reaffirmexplanation",
+                    "explanation",
+                    "redactreason",
+                    "deletereason",
+                    "doomedtask",
+                    "steward",
+                ),
+            )
+        ],
     }
 
 
@@ -177,10 +283,29 @@ def route_names() -> set[str]:
 
 
 #: The routes the sweep visits: every one of the URL configuration.
-ROUTES = sorted([
-    "home", "healthz", "login", "logout", "overview", "queue", "sweep", "decision", "reaffirm", "supersede",
-    "reject", "conflicts", "tasks", "task", "delete_task", "events", "redact", "document", "activity",
-])
+ROUTES = sorted(
+    [
+        "home",
+        "healthz",
+        "login",
+        "logout",
+        "overview",
+        "queue",
+        "sweep",
+        "decision",
+        "reaffirm",
+        "supersede",
+        "reject",
+        "conflicts",
+        "tasks",
+        "task",
+        "delete_task",
+        "events",
+        "redact",
+        "document",
+        "activity",
+    ]
+)
 
 
 def test_every_route_is_swept(evil: Hostile) -> None:

@@ -60,7 +60,7 @@ class Fresh:
 
     def restart(self, *, kill: bool = False) -> None:
         if self.backend == "falkordb":
-            store = get_store()
+            get_store()
             if kill:  # the server dies: no clean shutdown, no final rewrite
                 os.kill(int((self.data / "falkordb.pid").read_text()), signal.SIGKILL)
             reset_store()
@@ -110,16 +110,32 @@ def _record_everywhere(project: str, marker: str) -> list[str]:
     history.record_event("t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1")
     history.record_event("t", kind="message", role="user", payload=f"{marker} card 4111 (plain)")
     history.load_events("t", [{"kind": "tool_result", "name": "grep", "payload": f"{marker} card 4111 (loaded)"}])
-    line = {"op": "record_event", "project": project, "agent": "importer", "task": "t", "kind": "note",
-            "payload": f"{marker} card 4111 (imported)"}
+    line = {
+        "op": "record_event",
+        "project": project,
+        "agent": "importer",
+        "task": "t",
+        "kind": "note",
+        "payload": f"{marker} card 4111 (imported)",
+    }
     outcomes = list(import_lines(store, [json.dumps(line)]))
     assert not isinstance(outcomes[0][1], Exception), outcomes
-    history.set_step("t", name="read", state="completed", result_event_seq=1, result_basis="supported",
-                     result_supports=[{"kind": "event", "task_name": "t", "seq": 1}])
+    history.set_step(
+        "t",
+        name="read",
+        state="completed",
+        result_event_seq=1,
+        result_basis="supported",
+        result_supports=[{"kind": "event", "task_name": "t", "seq": 1}],
+    )
     traces = DecisionTraces(store, project_id=project, agent_id="agent")
-    cited = traces.record_decision("other", choice_key="card", conclusion="The card is on file",
-                                   rationale="the user said so",
-                                   supports=[{"kind": "event", "task_name": "t", "seq": s} for s in (1, 2, 3, 4)])
+    cited = traces.record_decision(
+        "other",
+        choice_key="card",
+        conclusion="The card is on file",
+        rationale="the user said so",
+        supports=[{"kind": "event", "task_name": "t", "seq": s} for s in (1, 2, 3, 4)],
+    )
     assert cited.recorded, cited
     page = history.list_events("t")
     assert [marker in e.payload for e in page.events] == [True] * 4  # readers see the text before
@@ -140,13 +156,23 @@ def _wait_for_purge() -> None:
     assert pending_count(store) == 0
 
 
-def _assert_gone(fresh: Fresh, project: str, marker: str, client: Client, event_ids: list[str],
-                 caplog: pytest.LogCaptureFixture) -> None:
+def _assert_gone(
+    fresh: Fresh, project: str, marker: str, client: Client, event_ids: list[str], caplog: pytest.LogCaptureFixture
+) -> None:
     store = get_store()
     p = f"/p/{project}"
     decisions = store.read(project, "MATCH (d:Decision) WHERE d.project_id = $p RETURN d.id AS id", {"p": project})
-    urls = [f"{p}/", f"{p}/review/", f"{p}/conflicts/", f"{p}/tasks/", f"{p}/task/?name=t", f"{p}/task/?name=other",
-            f"{p}/events/?task=t", f"{p}/events/?task=other", f"{p}/activity/"]
+    urls = [
+        f"{p}/",
+        f"{p}/review/",
+        f"{p}/conflicts/",
+        f"{p}/tasks/",
+        f"{p}/task/?name=t",
+        f"{p}/task/?name=other",
+        f"{p}/events/?task=t",
+        f"{p}/events/?task=other",
+        f"{p}/activity/",
+    ]
     urls += [f"{p}/decisions/{d['id']}/" for d in decisions]
     urls += [f"{p}/events/redact?event_id={e}" for e in event_ids]
     for url in urls:
@@ -172,8 +198,9 @@ def test_a_redaction_leaves_the_marker_nowhere(fresh: Fresh, caplog: pytest.LogC
     event_ids = _record_everywhere(project, marker)
     client = _steward(project)
     for n, eid in enumerate(event_ids):
-        done = client.post(f"/p/{project}/events/redact",
-                           {"event_id": eid, "reason": "pii", "confirm": "on", "request_id": f"r{n}"})
+        done = client.post(
+            f"/p/{project}/events/redact", {"event_id": eid, "reason": "pii", "confirm": "on", "request_id": f"r{n}"}
+        )
         assert done.status_code == 302
     _wait_for_purge()
     page = client.get(f"/p/{project}/events/?task=t").content.decode()
@@ -181,7 +208,8 @@ def test_a_redaction_leaves_the_marker_nowhere(fresh: Fresh, caplog: pytest.LogC
     assert "removed from disk at" in client.get(f"/p/{project}/activity/").content.decode()
     # a retry of the first write answers with the body as it is now
     again = ConversationHistory(get_store(), project_id=project, agent_id="agent").record_event(
-        "t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1")
+        "t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1"
+    )
     assert again.recorded and again.event is not None and again.event.payload == "[REDACTED]"
     assert again.event.redacted_at is not None and again.event.seq == 1
     _assert_gone(fresh, project, marker, client, event_ids, caplog)
@@ -195,13 +223,16 @@ def test_a_task_deletion_leaves_the_marker_nowhere(fresh: Fresh, caplog: pytest.
     marker = "SECRET-CANARY-" + uuid.uuid4().hex
     event_ids = _record_everywhere(project, marker)
     client = _steward(project)
-    done = client.post(f"/p/{project}/task/delete", {"name": "t", "include_decisions": "on", "reason": "retention",
-                                                       "confirm": "on", "request_id": "d1"})
+    done = client.post(
+        f"/p/{project}/task/delete",
+        {"name": "t", "include_decisions": "on", "reason": "retention", "confirm": "on", "request_id": "d1"},
+    )
     assert done.status_code == 302
     _wait_for_purge()
     assert "removed from disk at" in client.get(f"/p/{project}/activity/").content.decode()
     again = ConversationHistory(get_store(), project_id=project, agent_id="agent").record_event(
-        "t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1")
+        "t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1"
+    )
     assert again.recorded and again.event is not None and again.event.payload == ""  # no body after deletion
     _assert_gone(fresh, project, marker, client, event_ids, caplog)
     fresh.restart()
@@ -241,8 +272,10 @@ def test_the_purge_command_finishes_what_is_pending(story: Any, as_: Any) -> Non
     from django.core.management import call_command
 
     client = as_("steward")
-    done = client.post(f"/p/{story.project}/events/redact",
-                       {"event_id": story.event_id, "reason": "PII", "confirm": "on", "request_id": "pc1"})
+    done = client.post(
+        f"/p/{story.project}/events/redact",
+        {"event_id": story.event_id, "reason": "PII", "confirm": "on", "request_id": "pc1"},
+    )
     assert done.status_code == 302
     out = StringIO()
     call_command("purge_disk", stdout=out)

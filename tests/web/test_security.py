@@ -27,11 +27,30 @@ from .conftest import PASSWORD, Story
 ROOT = Path(__file__).resolve().parents[2]
 
 # Pages anyone may read once logged in (login/logout/healthz need no login).
-PAGES = {"home", "healthz", "login", "logout", "overview", "queue", "decision", "conflicts", "tasks", "task",
-         "events", "document", "activity"}
+PAGES = {
+    "home",
+    "healthz",
+    "login",
+    "logout",
+    "overview",
+    "queue",
+    "decision",
+    "conflicts",
+    "tasks",
+    "task",
+    "events",
+    "document",
+    "activity",
+}
 # Actions, with the least role that may take them.
-ACTIONS = {"reaffirm": "reviewer", "supersede": "reviewer", "reject": "reviewer",
-           "sweep": "steward", "redact": "steward", "delete_task": "steward"}
+ACTIONS = {
+    "reaffirm": "reviewer",
+    "supersede": "reviewer",
+    "reject": "reviewer",
+    "sweep": "steward",
+    "redact": "steward",
+    "delete_task": "steward",
+}
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
 
@@ -44,16 +63,30 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
     project = {"project": story.project}
     if name in ("reaffirm", "supersede", "reject"):
         url = reverse(name, kwargs={**project, "decision_id": story.moved})
-        data = {"request_id": f"sec-{name}", "explanation": "Still holds.", "reason": "Wrong call.",
-                "conclusion": "Postgres, again", "rationale": "The ADR still says so.",
-                "add": "event choose-db 1"}
+        data = {
+            "request_id": f"sec-{name}",
+            "explanation": "Still holds.",
+            "reason": "Wrong call.",
+            "conclusion": "Postgres, again",
+            "rationale": "The ADR still says so.",
+            "add": "event choose-db 1",
+        }
         return url, data
     if name == "redact":
-        return reverse(name, kwargs=project), {"event_id": story.event_id, "reason": "personal data",
-                                                "confirm": "on", "request_id": "sec-redact"}
+        return reverse(name, kwargs=project), {
+            "event_id": story.event_id,
+            "reason": "personal data",
+            "confirm": "on",
+            "request_id": "sec-redact",
+        }
     if name == "delete_task":
-        return reverse(name, kwargs=project), {"name": "on-call", "reason": "test task", "confirm": "on",
-                                                "include_decisions": "on", "request_id": "sec-delete"}
+        return reverse(name, kwargs=project), {
+            "name": "on-call",
+            "reason": "test task",
+            "confirm": "on",
+            "include_decisions": "on",
+            "request_id": "sec-delete",
+        }
     return reverse(name, kwargs=project), {}
 
 
@@ -133,10 +166,20 @@ def test_a_forged_post_without_csrf_is_refused_for_every_action(story: Story, pe
 
 def test_manage_check_deploy_is_clean_in_production_settings(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REVIEWER_"))}
-    env.update(DJANGO_SETTINGS_MODULE="reviewer.settings", REVIEWER_DATA_DIR=str(tmp_path),
-               DJANGO_SECRET_KEY="k" + os.urandom(40).hex(), DJANGO_ALLOWED_HOSTS="reviewer.example.org")
-    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    env.update(
+        DJANGO_SETTINGS_MODULE="reviewer.settings",
+        REVIEWER_DATA_DIR=str(tmp_path),
+        DJANGO_SECRET_KEY="k" + os.urandom(40).hex(),
+        DJANGO_ALLOWED_HOSTS="reviewer.example.org",
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no issues" in result.stdout
 
@@ -144,8 +187,9 @@ def test_manage_check_deploy_is_clean_in_production_settings(tmp_path: Path) -> 
 def test_production_settings_refuse_to_start_without_a_secret_key(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REVIEWER_"))}
     env.update(DJANGO_SETTINGS_MODULE="reviewer.settings", REVIEWER_DATA_DIR=str(tmp_path))
-    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode != 0 and "DJANGO_SECRET_KEY is not set" in result.stderr
 
 

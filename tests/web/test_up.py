@@ -67,11 +67,21 @@ def test_review_sweep_finishes_the_queue_and_respects_a_limit() -> None:
         traces = DecisionTraces(store, project_id=project, agent_id="a")
         graph.add("doc", "the passage")
         cite = {"kind": "document", "evidence_id": graph.span_evidence_id("doc", 0, 11)}
-        parent = traces.load_decisions([{"task_name": "t", "choice_key": "root", "conclusion": "c", "rationale": "r",
-                                         "supports": [cite]}])[0]
-        kids = traces.load_decisions([{"task_name": "t", "choice_key": f"k{i}", "conclusion": "c", "rationale": "r",
-                                       "supports": [{"kind": "decision", "decision_id": str(parent.id)}]}
-                                      for i in range(5)])
+        parent = traces.load_decisions(
+            [{"task_name": "t", "choice_key": "root", "conclusion": "c", "rationale": "r", "supports": [cite]}]
+        )[0]
+        kids = traces.load_decisions(
+            [
+                {
+                    "task_name": "t",
+                    "choice_key": f"k{i}",
+                    "conclusion": "c",
+                    "rationale": "r",
+                    "supports": [{"kind": "decision", "decision_id": str(parent.id)}],
+                }
+                for i in range(5)
+            ]
+        )
         graph.update("doc", "changed")
         out = StringIO()
         call_command("review_sweep", project=[project], limit=2, stdout=out)
@@ -93,9 +103,17 @@ def test_import_and_export_commands_report_lines_and_round_trip(tmp_path: Any, c
     from reviewer.store import get_store
 
     project = "cmd-" + uuid.uuid4().hex[:8]
-    good = [{"op": "create_task", "project": project, "task": "pick-db", "goal": "Pick a database"},
-            {"op": "record_event", "project": project, "task": "pick-db", "kind": "message", "role": "user",
-             "payload": "Which database?"}]
+    good = [
+        {"op": "create_task", "project": project, "task": "pick-db", "goal": "Pick a database"},
+        {
+            "op": "record_event",
+            "project": project,
+            "task": "pick-db",
+            "kind": "message",
+            "role": "user",
+            "payload": "Which database?",
+        },
+    ]
     path = tmp_path / "traces.jsonl"
     path.write_text("\n".join([json.dumps(good[0]), "{oops", json.dumps(good[1])]) + "\n")
     with pytest.raises(CommandError, match="1 line"):

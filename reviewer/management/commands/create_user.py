@@ -32,8 +32,16 @@ class Command(BaseCommand):
         parser.add_argument("--staff", action="store_true", help="may open every project and the admin tools")
         parser.add_argument("--password-file", type=Path, help="read the password from this file's first line")
 
-    def handle(self, *args: Any, username: str, role: str, project: list[str], staff: bool,
-               password_file: Path | None, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        username: str,
+        role: str,
+        project: list[str],
+        staff: bool,
+        password_file: Path | None,
+        **options: Any,
+    ) -> None:
         users = get_user_model()
         user = users.objects.filter(username=username).first()
         password = None

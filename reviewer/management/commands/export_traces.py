@@ -40,4 +40,3 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot write {output}: {exc.strerror}") from exc
         self.stderr.write(f"{count:,} operations exported from {project}")
-

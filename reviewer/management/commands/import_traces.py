@@ -30,7 +30,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, file: str, project: str | None, **options: Any) -> None:
         try:
-            source = sys.stdin if file == "-" else Path(file).open(encoding="utf-8")
+            source = sys.stdin if file == "-" else Path(file).open(encoding="utf-8")  # noqa: SIM115 (the with below closes it)
         except OSError as exc:
             raise CommandError(f"cannot read {file}: {exc.strerror}") from exc
         applied = failed = 0

@@ -27,8 +27,10 @@ class Command(BaseCommand):
             waiting = pending_count(store)
             purger = Purger.kick(store, now=True)
             if not purger.wait(timeout):
-                raise CommandError(f"the purge did not finish in {timeout:g} s; it goes on in the background of the "
-                                   "web process or the next run")
+                raise CommandError(
+                    f"the purge did not finish in {timeout:g} s; it goes on in the background of the "
+                    "web process or the next run"
+                )
             if purger.error:
                 raise CommandError(f"the purge failed: {purger.error}")
             left = pending_count(store)

@@ -39,8 +39,10 @@ class Progress:
         self.stage, self.shown = stage, now
         width = 30
         filled = width * done // max(total, 1)
-        self.stream.write(f"\r{stage:18} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} "
-                          f"{now - self.start:,.0f} s", ending="")
+        self.stream.write(
+            f"\r{stage:18} [{'#' * filled}{'.' * (width - filled)}] {done:,}/{total:,} {now - self.start:,.0f} s",
+            ending="",
+        )
         self.stream.flush()
 
     def close(self) -> None:
@@ -58,8 +60,9 @@ class Command(BaseCommand):
         parser.add_argument("--decisions", type=int, default=100_000, help=argparse.SUPPRESS)
         parser.add_argument("--events", type=int, default=1_000_000, help=argparse.SUPPRESS)
 
-    def handle(self, *args: Any, size: str, seed: int, reset: bool, decisions: int, events: int,
-               **options: Any) -> None:
+    def handle(
+        self, *args: Any, size: str, seed: int, reset: bool, decisions: int, events: int, **options: Any
+    ) -> None:
         projects = demo.PROJECTS if size == "small" else (demo_large.PROJECT,)
         try:
             store = check_store()
@@ -90,4 +93,3 @@ class Command(BaseCommand):
             f"{large.flagged:,} flagged by document changes, {large.queued:,} still queued for the review sweep. "
             f"{time.monotonic() - started:,.0f} s; this process peaked at {peak:,.0f} MB."
         )
-

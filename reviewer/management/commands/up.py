@@ -7,10 +7,9 @@ prints where the dashboard is, and runs the development server.
 
 from __future__ import annotations
 
-from typing import Any
-
 import os
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
