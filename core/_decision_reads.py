@@ -436,7 +436,8 @@ class DecisionReads:
         else:
             count = self.store.read(
                 self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' RETURN count(d) AS n",
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
+                "RETURN count(d) AS n",
                 {"tid": tid, "p": self.project_id},
             )[0]["n"]
             active = (

@@ -43,7 +43,8 @@ def encode_span(document_id: str | uuid.UUID, activation_seq: int, char_start: i
     """The canonical evidence id of ``text[char_start:char_end]`` of one version."""
     if not (0 <= char_start < char_end) or activation_seq < 1:
         raise MalformedEvidenceIdError(
-            f"a span needs 0 <= start < end and a version from 1, not {char_start}-{char_end} of version {activation_seq}"
+            "a span needs 0 <= start < end and a version from 1, "
+            f"not {char_start}-{char_end} of version {activation_seq}"
         )
     return f"span:{uuid.UUID(str(document_id))}:{activation_seq}:{char_start}-{char_end}"
 

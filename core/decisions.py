@@ -638,7 +638,8 @@ class DecisionTraces(DecisionReads):
                 "WITH x LIMIT $n "
                 "OPTIONAL MATCH (x)-[:DEPENDS_ON]->(y:Decision) "
                 "RETURN x.id AS id, x.status AS status, x.review_state AS state, x.review_reason AS reason, "
-                "x.root_cause AS cause, x.flag_depth AS depth, collect([y.status, y.review_state, y.root_cause]) AS deps",
+                "x.root_cause AS cause, x.flag_depth AS depth, "
+                "collect([y.status, y.review_state, y.root_cause]) AS deps",
                 {"p": self.project_id, "n": limit},
             )
             if not batch:

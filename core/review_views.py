@@ -201,7 +201,7 @@ class RedactionPreview(_View):
     event: Event | None
 
 
-class ReviewViews(WorkbenchViews):
+class ReviewViews(WorkbenchViews, QueueFlowViews):
     """The read models of one project, read as ``agent_id``."""
 
     CITERS_SHOWN = 200

@@ -163,6 +163,7 @@ def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> G
         server.release()
         raise
     store.embedded_server = server  # type: ignore[attr-defined]
-    store.keystore = open_keystore(data_dir.resolve() / "keys" / "events.keys", sync=server.appendfsync)  # type: ignore[attr-defined]
+    keys = data_dir.resolve() / "keys" / "events.keys"
+    store.keystore = open_keystore(keys, sync=server.appendfsync)
     atexit.register(store.close)
     return store
