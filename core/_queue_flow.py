@@ -193,7 +193,7 @@ class QueueFlowViews:
             truncated=len(rows) > self.GROUP_SHOWN,
         )
 
-    def next_in_group(self, decision_id: str, cause: str) -> str | None:
+    def next_after_in_group(self, decision_id: str, cause: str) -> str | None:
         """The open decision after ``decision_id`` in its root-cause group
         (queue order), read before acting on it: where "and next" lands."""
         rows = self.store.read(

@@ -142,7 +142,7 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
     cause = _param(request.POST, "cause", 1000)
     group_total = _int(request.POST.get("group_total"), 0)
     filters = _flow_filters(request.POST)
-    next_id = p.views.next_in_group(str(d.id), cause)
+    next_id = p.views.next_after_in_group(str(d.id), cause)
     data = request.POST.copy()
     if action == "reaffirm" and not data.get("explanation", "").strip():
         data["explanation"] = DEFAULT_REAFFIRM_EXPLANATION  # the note is optional
