@@ -259,7 +259,7 @@ class QueueFlowViews:
 
     def _open_before(self, decision_id: str, cause: str) -> int:
         """How many open decisions of the group stand before ``decision_id``
-        in queue order (exact on 64-bit positions, see ``next_in_group``)."""
+        in queue order (exact on 64-bit positions, see ``next_after_in_group``)."""
         rows = self.store.read(
             self.project_id, "MATCH (x:Decision {id: $id}) RETURN x.queue_pos AS pos", {"id": str(decision_id)}
         )
