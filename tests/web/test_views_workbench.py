@@ -94,10 +94,11 @@ def test_a_changed_passage_says_why_instead_of_offering_reaffirm(story: Story, a
 def test_the_queue_card_offers_only_what_can_succeed(story: Story, as_: Any) -> None:
     body = as_("reviewer").get(f"/p/{story.project}/review/").content.decode()
     cards = dict(re.findall(r'id="d-([0-9a-f-]{36})"(.*?)</article>', body, flags=re.S))
-    assert "Reaffirm</button>" in cards[story.moved] and "Cannot be reaffirmed" not in cards[story.moved]
-    assert "Reaffirm</button>" not in cards[story.changed]
+    # the queue's forms act and move on ("Reaffirm and next"): the card offers only what can succeed
+    assert "Reaffirm and next</button>" in cards[story.moved] and "Cannot be reaffirmed" not in cards[story.moved]
+    assert "Reaffirm and next</button>" not in cards[story.changed]
     assert "the cited passage of oncall changed: an hour. → a day." in cards[story.changed]
-    assert "Reject</button>" in cards[story.changed]
+    assert "Reject and next</button>" in cards[story.changed]
 
 
 def test_a_dependant_waiting_for_review_says_so(story: Story, as_: Any) -> None:
