@@ -662,15 +662,20 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     assert only_a.count == 25 and [d.choice_key for d in only_a.decisions] == seen[15:35]
     assert [d.choice_key for d in world.traces.list_decisions_for_review("pick-db", offset=20).decisions] == seen[35:40]
     assert world.traces.reaffirm_decision(str(made[30].id)).recorded  # "beta" is still in the text
-    world.traces.reject_decision(str(made[15].id), reason="gone")
+    # reject one from the middle of pick-db's queue (decisions of one batch may come in any order, so by position)
+    rejected = seen[25]
+    by_key = {d.choice_key: d for d in made}
+    assert world.traces.reject_decision(str(by_key[rejected].id), reason="gone").recorded
     rest = world.traces.list_decisions_for_review(limit=20, offset=20)
     assert world.traces.list_decisions_for_review().count == 41 and rest.count == 41
-    assert "b05" not in [d.choice_key for d in rest.decisions] and "a15" not in [d.choice_key for d in rest.decisions]
-    head = next(d for d in made if d.choice_key == seen[15])
-    assert world.traces.reaffirm_decision(str(head.id)).recorded  # the head of pick-db's queue leaves it
+    assert "b05" not in [d.choice_key for d in rest.decisions] and rejected not in [
+        d.choice_key for d in rest.decisions
+    ]
+    assert world.traces.reaffirm_decision(str(by_key[seen[15]].id)).recorded  # the head of pick-db's queue leaves it
     only_a = world.traces.list_decisions_for_review("pick-db")
     assert (
-        only_a.count == 23 and [d.choice_key for d in only_a.decisions] == [k for k in seen[16:40] if k != "a15"][:20]
+        only_a.count == 23
+        and [d.choice_key for d in only_a.decisions] == [k for k in seen[16:40] if k != rejected][:20]
     )
 
 
