@@ -73,8 +73,17 @@ def test_a_writer_that_retries_with_its_request_ids_loses_nothing_and_duplicates
             page = history.list_events("stream", after_seq=after, limit=200)
             events += page.events
             after = page.next_after_seq or after
-        assert [e.seq for e in events] == list(range(1, total + 1))  # no gap, nothing twice
-        assert [e.payload for e in events] == [f"event {n}" for n in range(total)]
+        payloads = [e.payload for e in events]
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))  # no gap in the numbers
+        assert len(set(payloads)) == len(payloads)  # nothing twice
+        if fsync == "always":
+            assert payloads == [f"event {n}" for n in range(total)]  # nothing acknowledged is lost
+        else:
+            # everysec promises less, as documented: while a slow fsync runs the
+            # server may answer before it writes, so a kill -9 can lose the
+            # last moment of acknowledged writes. What is kept is in order.
+            kept = [int(p.split()[1]) for p in payloads]
+            assert kept == sorted(kept) and kept[-1] == total - 1
     finally:
         store.close()
 
