@@ -271,6 +271,9 @@ class WorkbenchViews:
                         {"ids": sorted(version_id(doc, seq) for doc, seq in wanted)},
                     )
                 }
+                for (doc, seq), r in f.texts.items():
+                    if r["text"] is not None:
+                        self.graph.keep_version_text(version_id(doc, seq), r["text"])
         if events:
             f.events = {
                 r["id"]: r

@@ -19,6 +19,7 @@ for ``DecisionTraces.continue_decision_review``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +78,10 @@ def _document_reused() -> DocumentWriteResult:
 # -- the service ---------------------------------------------------------------------
 
 
+#: version texts one Graph keeps (read once per object; a version never changes)
+_KEPT_TEXTS, _KEPT_CHARS = 8, 8_000_000
+
+
 class Graph:
     """Documents of one project, as the decisions of that project cite them."""
 
@@ -84,6 +89,10 @@ class Graph:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.optional_text(agent_id, "agent_id")
+        # version texts read by this object: a version's text never changes,
+        # and a review page reads the same two versions for the support, its
+        # diff, the reason it cannot be reaffirmed and the picker
+        self._texts: OrderedDict[str, str] = OrderedDict()
         store.ensure_schema(self.project_id, CORE_SCHEMA)
 
     # -- writes -----------------------------------------------------------
@@ -350,12 +359,29 @@ class Graph:
         """The whole text of one version, current, superseded or deleted."""
         key = c.text(key, "key")
         activation_seq = c.integer(activation_seq, "activation_seq")
+        vid = version_id(document_node_id(self.project_id, key), activation_seq)
+        if vid in self._texts:
+            self._texts.move_to_end(vid)
+            return self._texts[vid]
         rows = self.store.read(
             self.project_id,
             "MATCH (v:DocVersion {id: $vid}) WHERE v.project_id = $p RETURN v.text AS text",
-            {"vid": version_id(document_node_id(self.project_id, key), activation_seq), "p": self.project_id},
+            {"vid": vid, "p": self.project_id},
         )
-        return rows[0]["text"] if rows else None
+        text = rows[0]["text"] if rows else None
+        if text is not None:
+            self.keep_version_text(vid, text)
+        return text
+
+    def keep_version_text(self, version_node_id: str, text: str) -> None:
+        """Keep a version's text that a caller read in a batch of its own, so
+        :meth:`version_text` answers it without a read (the last few kept)."""
+        self._texts[version_node_id] = text
+        self._texts.move_to_end(version_node_id)
+        while len(self._texts) > 1 and (
+            len(self._texts) > _KEPT_TEXTS or sum(map(len, self._texts.values())) > _KEPT_CHARS
+        ):
+            self._texts.popitem(last=False)
 
     def current_text(self, key: str) -> str | None:
         info = self.get_document(key)
