@@ -3,7 +3,10 @@ the same run (see docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import os
+import statistics
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,6 +31,54 @@ def each_store(backends: str, *, prefix: str = "reviewer-bench-") -> Iterator[tu
             from tests.neo4j_server.launcher import running
 
             with running() as server, open_store(server.url) as store:
+                _SERVER_PIDS[id(store)] = server.proc.pid
                 yield TITLES[backend], store, server.url
+                _SERVER_PIDS.pop(id(store), None)
         else:
             raise SystemExit(f"unknown backend {backend!r}")
+
+
+_SERVER_PIDS: dict[int, int] = {}
+
+
+def _cpu_ms(pid: int) -> float:
+    """CPU time (user + system, every thread) a process has used, in ms."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+class Timer:
+    """Times requests made in ``with timer:`` blocks: each block's wall time,
+    and the CPU time the work took in this process and in the store's server
+    (the embedded redis-server, or the Neo4j test server's JVM), which does
+    not grow when other work shares the machine. The store's CPU comes from
+    /proc in clock ticks (10 ms), so only its mean over the samples is given."""
+
+    def __init__(self, store: Any) -> None:
+        embedded = getattr(store, "embedded_server", None)
+        self.server = embedded.server_pid() if embedded is not None else _SERVER_PIDS.get(id(store))
+        self.walls: list[float] = []
+        self.cpu = 0.0
+
+    def _now(self) -> tuple[float, float]:
+        server = _cpu_ms(self.server) if self.server else 0.0
+        return time.perf_counter() * 1000, time.process_time() * 1000 + server
+
+    def __enter__(self) -> Timer:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall, cpu = self._now()
+        self.walls.append(wall - self._start[0])
+        self.cpu += cpu - self._start[1]
+
+    def figures(self) -> tuple[float, float, float]:
+        """Wall p50, wall p95 and the mean CPU per request, in ms."""
+        ordered = sorted(self.walls)
+        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        return statistics.median(ordered), p95, self.cpu / max(1, len(self.walls))

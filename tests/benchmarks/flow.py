@@ -49,7 +49,7 @@ from core.history import ConversationHistory  # noqa: E402
 from core.knowledge import Graph  # noqa: E402
 from core.stores import GraphStore  # noqa: E402
 from reviewer import store as reviewer_store  # noqa: E402
-from tests.benchmarks import each_store  # noqa: E402
+from tests.benchmarks import Timer, each_store  # noqa: E402
 from tests.benchmarks.decisions import big_project  # noqa: E402
 from tests.benchmarks.history import percentiles  # noqa: E402
 
@@ -153,31 +153,30 @@ def keystrokes(store: GraphStore, url: str, size: int) -> tuple[float, float, in
     return keys_reaffirm / reaffirms, keys_all / settled, settled, time.perf_counter() - started
 
 
-def timed_get(client: Client, url: str, n: int = 30) -> tuple[float, float]:
+def timed_get(store: GraphStore, client: Client, url: str, n: int = 30) -> tuple[float, ...]:
     assert client.get(url).status_code == 200, url
-    samples = []
+    timer = Timer(store)
     for _ in range(n):
-        start = time.perf_counter()
-        response = client.get(url)
-        samples.append((time.perf_counter() - start) * 1000)
+        with timer:
+            response = client.get(url)
         assert response.status_code == 200, url
-    return percentiles(samples)
+    return timer.figures()
 
 
-def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, tuple[float, float]], str, int]:
+def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, tuple[float, ...]], str, int]:
     _rows, project = big_project(store, decisions)
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     cause = "document:policy:2"
     group_size = traces.list_decisions_for_review(root_cause=cause, limit=1).count
     base = f"/p/{project}"
-    out: dict[str, tuple[float, float]] = {
-        "review queue (groups, sizes, labels)": timed_get(client, f"{base}/review/"),
-        "review queue, task name contains": timed_get(client, f"{base}/review/?task=task-"),
+    out: dict[str, tuple[float, ...]] = {
+        "review queue (groups, sizes, labels)": timed_get(store, client, f"{base}/review/"),
+        "review queue, task name contains": timed_get(store, client, f"{base}/review/?task=task-"),
         "group preview, reaffirm": timed_get(
-            client, f"{base}/review/group?" + urlencode({"cause": cause, "action": "reaffirm"})
+            store, client, f"{base}/review/group?" + urlencode({"cause": cause, "action": "reaffirm"})
         ),
         "group preview, reject": timed_get(
-            client, f"{base}/review/group?" + urlencode({"cause": cause, "action": "reject"})
+            store, client, f"{base}/review/group?" + urlencode({"cause": cause, "action": "reject"})
         ),
     }
     offset = 0
@@ -189,7 +188,7 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
         return got
 
     for action in ("reaffirm", "reject"):
-        samples = []
+        timer = Timer(store)
         for _ in range(20):
             did = take(1)[0]
             data = {
@@ -200,23 +199,21 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
                 "explanation": "",
                 "reason": "benchmark",
             }
-            start = time.perf_counter()
-            response = client.post(f"{base}/review/{did}/{action}", data, HTTP_HX_REQUEST="true")
-            samples.append((time.perf_counter() - start) * 1000)
+            with timer:
+                response = client.post(f"{base}/review/{did}/{action}", data, HTTP_HX_REQUEST="true")
             assert response.status_code == 200 and b"settled" in response.content, response.content[:300]
-        out[f"{action} and next (htmx)"] = percentiles(samples)
-    samples = []
+        out[f"{action} and next (htmx)"] = timer.figures()
+    timer = Timer(store)
     for _ in range(20):  # the same write from the decision page's form, for reference in the same run
         did = take(1)[0]
-        start = time.perf_counter()
-        response = client.post(
-            f"{base}/decisions/{did}/reaffirm", {"request_id": uuid.uuid4().hex, "explanation": "benchmark"}
-        )
-        samples.append((time.perf_counter() - start) * 1000)
+        with timer:
+            response = client.post(
+                f"{base}/decisions/{did}/reaffirm", {"request_id": uuid.uuid4().hex, "explanation": "benchmark"}
+            )
         assert response.status_code == 302, response.content[:300]
-    out["reference: reaffirm from the decision page"] = percentiles(samples)
+    out["reference: reaffirm from the decision page"] = timer.figures()
     for action in ("reaffirm", "reject"):
-        samples = []
+        timer = Timer(store)
         for _ in range(10):
             ids = take(10)
             data = {
@@ -227,11 +224,10 @@ def forms(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, 
                 "note": "benchmark",
                 "decision": ids,
             }
-            start = time.perf_counter()
-            response = client.post(f"{base}/review/group", data)
-            samples.append((time.perf_counter() - start) * 1000)
+            with timer:
+                response = client.post(f"{base}/review/group", data)
             assert response.status_code == 200 and b"Done: 10" in response.content, response.content[-600:]
-        out[f"group action, {action} 10"] = percentiles(samples)
+        out[f"group action, {action} 10"] = timer.figures()
     return out, project, group_size
 
 
@@ -255,8 +251,10 @@ def main() -> None:
         store.drop_project(project)
         print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms")
         print(f"  {'form':44} {f'{args.decisions:,} decisions, a group of {group_size:,}: p50 / p95':>52}  p95 / floor")
-        for name, (p50, p95) in figures.items():
-            print(f"  {name:44} {p50:>40.1f} / {p95:>6.1f} ms  {p95 / floor:>8.0f}x")
+        for name, (p50, p95, cpu) in figures.items():
+            print(f"  {name:44} {p50:>40.1f} / {p95:>6.1f} ms  {p95 / floor:>8.0f}x  CPU {cpu:.1f} ms")
+        print("  (CPU: the mean CPU time per request of this process and the store's server, which load")
+        print("   from other work on the machine does not inflate)")
         if not args.no_browser:
             per_reaffirm, per_decision, settled, seconds = keystrokes(store, _url, args.group)
             print(f"  keystrokes per reaffirm (moving on included)  {per_reaffirm:.2f}   (target: at most 2)")
