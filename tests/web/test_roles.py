@@ -137,3 +137,26 @@ def test_the_migration_gives_each_grant_its_persons_highest_group_role() -> None
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
     assert set(User.objects.get(username="mig-s").groups.values_list("name", flat=True)) >= {"steward"}
+
+
+def test_the_activity_page_tells_a_person_from_an_agent_with_the_same_name(story: Story, as_: Any) -> None:
+    import re
+
+    from core.decisions import DecisionTraces
+
+    # rita reviews in the dashboard; a script calls itself "rita" through the library
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "p1", "explanation": "checked"}
+    )
+    assert response.status_code == 302
+    script = DecisionTraces(get_store(), project_id=story.project, agent_id="rita")
+    assert script.reject_decision(story.xss, reason="scripted").recorded
+    page = as_("viewer").get(f"/p/{story.project}/activity/").content.decode()
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    kinds = {}
+    for row in rows:
+        action = re.search(r'data-label="What">\s*(\w+)', row)
+        badge = re.search(r'class="badge actor-(\w+)"', row)
+        if action and badge:
+            kinds[action.group(1).lower()] = badge.group(1)
+    assert kinds == {"reaffirm": "person", "reject": "agent"}
