@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
@@ -13,6 +18,33 @@ from ..store import check_store
 
 login = auth_views.LoginView.as_view(template_name="reviewer/login.html")
 logout = auth_views.LogoutView.as_view()
+log = logging.getLogger("reviewer.login")
+
+
+def client_address(request: HttpRequest) -> str | None:
+    """The address login failures are counted against: the connection's, or
+    behind a proxy (``DJANGO_BEHIND_PROXY``) the last X-Forwarded-For entry,
+    which the proxy appended (the ones before it are the client's to invent)."""
+    if settings.REVIEWER_TRUST_FORWARDED_FOR:
+        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
+        if forwarded:
+            return forwarded[-1][:64]
+    return request.META.get("REMOTE_ADDR")
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
+    """The login page, refusing: too many failed logins for this account or
+    from this address (django-axes calls this; 429 Too Many Requests)."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    username = (request.POST.get("username") or "")[:150]
+    log.warning("login refused during a cool-off: account %r from %s", username, client_address(request))
+    form = AuthenticationForm(request, initial={"username": username})
+    message = (
+        f"Too many failed logins for this account or from this address. "
+        f"Logging in is paused for {minutes} minute{'s' if minutes != 1 else ''}; "
+        "each further attempt starts the pause again. Ask an administrator if you are locked out."
+    )
+    return render(request, "reviewer/login.html", {"form": form, "locked": message}, status=429)
 
 
 @require_GET
@@ -22,8 +54,6 @@ def home(request: HttpRequest) -> HttpResponse:
     projects = access.projects_for(request.user, store)
     if len(projects) == 1:
         return redirect("overview", project=projects[0])
-    return render(
-        request,
-        "reviewer/home.html",
-        {"projects": projects, "backend": store.backend, "role": access.role_of(request.user)},
-    )
+    # each project with the person's role there (roles are per project)
+    rows = [(p, access.role_of(request.user, p)) for p in projects]
+    return render(request, "reviewer/home.html", {"projects": rows, "backend": store.backend})
