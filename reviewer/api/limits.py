@@ -1,7 +1,7 @@
 """The API's limits: requests per token per minute (429 with Retry-After) and
-the size of a request body (413). Counted in Django's cache, so one process
-counts alone under the default in-memory cache and a shared cache (Redis,
-Memcached) counts for every process."""
+the size of a request body (413). Counted in Django's cache: by default a
+directory every worker process of the host shares, counted under a lock
+(``reviewer.cache.SharedFileCache``), so several workers count as one."""
 
 from __future__ import annotations
 
