@@ -240,7 +240,7 @@ def test_serve_runs_workers_serves_pages_and_hashed_static_files_and_stops_its_s
     assert "Shutting down: Master" in log.read_text()
 
 
-def test_a_worker_that_dies_does_not_stop_the_store_of_the_others(tmp_path: Path) -> None:
+def test_workers_that_die_or_are_replaced_do_not_stop_the_store_of_the_others(tmp_path: Path) -> None:
     data = tmp_path / "data"
     env = production_env(data)
     port = free_port()
@@ -254,21 +254,33 @@ def test_a_worker_that_dies_does_not_stop_the_store_of_the_others(tmp_path: Path
             stderr=subprocess.STDOUT,
             text=True,
         )
+
+    def replaced(old: list[int]) -> list[int]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            now = children(server.pid)
+            if len(now) == 2 and not set(now) & set(old):
+                return now
+            time.sleep(0.1)
+        pytest.fail(f"the workers were not replaced: {log.read_text()[-2000:]}")
+
     try:
         wait_until_answering(port, server, log)
         store_pid = int((data / "graph" / "falkordb.pid").read_text())
+        workers = children(server.pid, expect=2)
         for _ in range(6):  # both workers open the store
             assert get(port, "/healthz")[0] == 200
-        for worker in children(server.pid):
+        for worker in workers:
             os.kill(worker, signal.SIGKILL)  # gunicorn starts new ones
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if get(port, "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        assert alive(store_pid) and get(port, "/healthz")[0] == 200
+        workers = replaced(workers)
+        for _ in range(6):
+            assert get(port, "/healthz")[0] == 200
+        server.send_signal(signal.SIGHUP)  # a graceful reload: new workers, the old ones close their stores
+        replaced(workers)
+        for _ in range(6):
+            assert get(port, "/healthz")[0] == 200
+        assert alive(store_pid), "a worker's exit stopped the store the others use"
+        assert int((data / "graph" / "falkordb.pid").read_text()) == store_pid
     finally:
         code = stop(server)
     assert code == 0 and not alive(store_pid)
