@@ -389,3 +389,31 @@ def test_database_url_picks_the_auth_database(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode != 0 and "DATABASE_URL is not a database url" in bad.stderr
+
+
+def _count_up(location: str, times: int) -> None:
+    from reviewer.cache import SharedFileCache
+
+    cache = SharedFileCache(location, {})
+    for _ in range(times):
+        cache.add("hits", 0, 90)
+        cache.incr("hits")
+
+
+def test_the_shared_cache_loses_no_count_between_processes(tmp_path: Path) -> None:
+    """The API's per-token count (reviewer/api/limits.py) is exact however
+    many worker processes count at once."""
+    import multiprocessing
+
+    from reviewer.cache import SharedFileCache
+
+    location = str(tmp_path / "cache")
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_count_up, args=(location, 150)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    assert SharedFileCache(location, {}).get("hits") == 600
+    assert mode(Path(location)) == 0o700 and all(mode(f) == 0o600 for f in Path(location).iterdir())
