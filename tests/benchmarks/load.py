@@ -71,6 +71,12 @@ class Report:
     acts: list[Act] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # a reviewer who could not go on
     seconds: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds used in the run: server, store, client
+
+    def cpu_ms_per_request(self, who: str) -> float | None:
+        if who not in self.cpu or not self.samples:
+            return None
+        return self.cpu[who] * 1000 / len(self.samples)
 
     def server_errors(self) -> list[Sample]:
         return [s for s in self.samples if s.status >= 500]
@@ -327,6 +333,56 @@ def serve(
     raise SystemExit("the dashboard server did not start")
 
 
+def _ticks(pid: int) -> int:
+    """User plus system CPU of a live process, in clock ticks (0 once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _tree(pid: int) -> list[int]:
+    try:
+        kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return [pid]
+    return [pid, *kids]
+
+
+class CpuMeter:
+    """CPU seconds used by the server's processes, the embedded store's
+    server and this process (the reviewers' client) between start and stop:
+    what a request costs, whatever else the machine is running."""
+
+    def __init__(self, server_pid: int, store_url: str) -> None:
+        self.server_pid = server_pid
+        self.store_pid: int | None = None
+        if store_url.startswith("falkordb+embedded://"):
+            pid_file = Path(urlsplit(store_url).path) / "falkordb.pid"
+            try:
+                self.store_pid = int(pid_file.read_text())
+            except (OSError, ValueError):
+                self.store_pid = None
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.start = self._read()
+
+    def _read(self) -> dict[str, dict[int, int]]:
+        out = {"server": {pid: _ticks(pid) for pid in _tree(self.server_pid)}}
+        if self.store_pid:
+            out["store"] = {self.store_pid: _ticks(self.store_pid)}
+        own = os.times()
+        out["client"] = {0: int((own.user + own.system) * self.hz)}
+        return out
+
+    def stop(self) -> dict[str, float]:
+        end = self._read()
+        return {
+            who: sum(max(0, ticks - self.start[who].get(pid, 0)) for pid, ticks in now.items()) / self.hz
+            for who, now in end.items()
+        }
+
+
 def check_store(store, project: str, report: Report, contested: set[str]) -> list[str]:  # type: ignore[no-untyped-def]
     """Exactly one reject recorded per contested decision, in the store."""
     from core.decisions import DecisionTraces
@@ -354,6 +410,11 @@ def side_by_side(title: str, reports: dict[str, Report]) -> None:
     rates = [f"{len(r.samples) / r.seconds:.0f} requests/s" for r in reports.values()]
     print(f"  {'throughput':16} " + " ".join(f"{x:>26}" for x in rates))
     print(f"  {'5xx':16} " + " ".join(f"{len(r.server_errors()):>26}" for r in reports.values()))
+    for who in ("server", "store", "client"):
+        cells = [r.cpu_ms_per_request(who) for r in reports.values()]
+        if any(c is not None for c in cells):
+            text = [f"{c:.1f} ms" if c is not None else "-" for c in cells]
+            print(f"  {'CPU/req ' + who:16} " + " ".join(f"{x:>26}" for x in text))
     pages = sorted({s.page for r in reports.values() for s in r.samples})
     for page in pages:
         cells = []
@@ -381,6 +442,13 @@ def table(title: str, report: Report, floor: float) -> None:
         f"{len(report.samples) / report.seconds:.0f} requests/s; {len(report.server_errors())} 5xx; "
         f"{applied} actions applied, {refused} refused with a sentence"
     )
+    if report.cpu:
+        parts = [
+            f"{who} {report.cpu_ms_per_request(who):.1f} ms"
+            for who in ("server", "store", "client")
+            if who in report.cpu
+        ]
+        print("  CPU per request: " + ", ".join(parts))
     print(f"  {'page or action':16} {'requests':>9} {'p50':>9} {'p95':>9}  p95 / floor")
     for page, ms in sorted(by_page.items()):
         p50, p95 = percentiles(ms)
@@ -399,6 +467,7 @@ def run(title: str, store, store_url: str, args: argparse.Namespace) -> list[str
         reviewers = [f"reviewer{i}" for i in range(args.reviewers)]
         data_dir = tempfile.mkdtemp(prefix="reviewer-load-web-")
         server, base = serve(store_url, data_dir, project, reviewers, kind, args.workers, args.threads)
+        meter = CpuMeter(server.pid, store_url)
         try:
             report = drive(
                 base,
@@ -410,6 +479,7 @@ def run(title: str, store, store_url: str, args: argparse.Namespace) -> list[str
                 seconds=args.seconds,
                 max_requests=args.requests,
             )
+            report.cpu = meter.stop()
         finally:
             server.terminate()
             server.wait(timeout=60)
