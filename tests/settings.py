@@ -33,6 +33,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 # The tests do not run collectstatic: templates name the files as they are
 # (`manage.py serve` and its test use the hashed names).
 STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # noqa: F405  (WhiteNoise looks there; empty in tests)
 
 if TEST_DATABASE == "sqlite":
     # A file, not SQLite's shared in-memory database: the live server's request
