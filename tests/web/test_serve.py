@@ -417,3 +417,38 @@ def test_the_shared_cache_loses_no_count_between_processes(tmp_path: Path) -> No
         assert w.exitcode == 0
     assert SharedFileCache(location, {}).get("hits") == 600
     assert mode(Path(location)) == 0o700 and all(mode(f) == 0o600 for f in Path(location).iterdir())
+
+
+def test_gunicorn_command_line_with_the_projects_config_serves_and_stops_the_store(tmp_path: Path) -> None:
+    """The README's other way to run it: gunicorn's own command line. No
+    process holds the embedded store for the workers; the last to exit stops it."""
+    data = tmp_path / "data"
+    env = production_env(data, REVIEWER_WORKERS="2")
+    manage(env, "migrate", "-v", "0")
+    manage(env, "collectstatic", "--noinput", "-v", "0")
+    port = free_port()
+    log = tmp_path / "gunicorn.log"
+    gunicorn = str(Path(sys.executable).with_name("gunicorn"))
+    with log.open("w") as out:
+        server = subprocess.Popen(
+            [gunicorn, "-c", "python:reviewer.gunicorn_conf", "--bind", f"127.0.0.1:{port}", "reviewer.wsgi"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    try:
+        wait_until_answering(port, server, log)
+        assert len(children(server.pid, expect=2)) == 2
+        for _ in range(4):
+            assert get(port, "/healthz")[0] == 200
+        store_pid = int((data / "graph" / "falkordb.pid").read_text())
+        status, _headers, page = get(port, "/login/")
+        css = re.search(rb'href="(/static/css/reviewer\.[0-9a-f]{12}\.css)"', page)
+        assert status == 200 and css
+        assert "immutable" in get(port, css.group(1).decode())[1]["cache-control"]
+    finally:
+        code = stop(server)
+    assert code == 0, log.read_text()[-2000:]
+    assert not alive(store_pid), "the last worker to exit did not stop the embedded FalkorDB server"
