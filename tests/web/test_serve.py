@@ -398,6 +398,7 @@ def _count_up(location: str, times: int) -> None:
     for _ in range(times):
         cache.add("hits", 0, 90)
         cache.incr("hits")
+        cache.count("counted", 90)
 
 
 def test_the_shared_cache_loses_no_count_between_processes(tmp_path: Path) -> None:
@@ -415,7 +416,8 @@ def test_the_shared_cache_loses_no_count_between_processes(tmp_path: Path) -> No
     for w in workers:
         w.join(60)
         assert w.exitcode == 0
-    assert SharedFileCache(location, {}).get("hits") == 600
+    cache = SharedFileCache(location, {})
+    assert cache.get("hits") == 600 and cache.get("counted") == 600
     assert mode(Path(location)) == 0o700 and all(mode(f) == 0o600 for f in Path(location).iterdir())
 
 
