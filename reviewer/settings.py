@@ -152,8 +152,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or DATA_DIR / "static")
-# collectstatic writes each file under a name with its content's hash (and gzip/brotli
-# copies); WhiteNoise serves those with a year's Cache-Control. `manage.py serve` collects.
+# collectstatic writes each file under a name with its content's hash (and a gzip
+# copy); WhiteNoise serves those with a year's Cache-Control. `manage.py serve` collects.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
