@@ -77,6 +77,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files under any server, hashed names cached for a year
     "reviewer.middleware.ContentSecurityPolicyMiddleware",
     "reviewer.middleware.AppNotFoundMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -124,14 +125,29 @@ TEMPLATES = [
     }
 ]
 
-# Django's own data only (users, groups, sessions). Graph data lives in the store.
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": os.environ.get("REVIEWER_AUTH_DB") or str(DATA_DIR / "auth.sqlite3"),
-        "OPTIONS": {"timeout": 20},
+# Django's own data only (users, groups, sessions, API tokens). Graph data lives in the store.
+# DATABASE_URL (postgres://user:password@host:port/name) for production; a SQLite file otherwise.
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if DATABASE_URL:
+    import dj_database_url
+
+    try:
+        _database = dj_database_url.parse(
+            DATABASE_URL,
+            conn_max_age=int(os.environ.get("REVIEWER_DB_CONN_MAX_AGE", "60")),
+            conn_health_checks=True,
+        )
+    except ValueError as exc:  # an unknown scheme, a bad port
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database url: {exc}") from exc
+    DATABASES = {"default": _database}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("REVIEWER_AUTH_DB") or str(DATA_DIR / "auth.sqlite3"),
+            "OPTIONS": {"timeout": 20},
+        }
     }
-}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -174,6 +190,21 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT") or DATA_DIR / "static")
+# collectstatic writes each file under a name with its content's hash (and a gzip
+# copy); WhiteNoise serves those with a year's Cache-Control. `manage.py serve` collects.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# Django's cache holds the API's per-token request counts (reviewer/api/limits.py): a
+# directory every worker process of the host shares, counted under a file lock.
+CACHES = {
+    "default": {
+        "BACKEND": "reviewer.cache.SharedFileCache",
+        "LOCATION": os.environ.get("REVIEWER_CACHE_DIR") or str(DATA_DIR / "cache"),
+    }
+}
 
 # Security: safe by default, relaxed only when DEBUG is on.
 SESSION_COOKIE_HTTPONLY = True

@@ -7,6 +7,8 @@ embedded store, reopening restarts its server on the same data directory).
 
 from __future__ import annotations
 
+import signal
+import sys
 import threading
 
 from django.conf import settings
@@ -54,3 +56,15 @@ def reset_store() -> None:
             old.close()
         except GraphStoreError:
             pass
+
+
+def stop_on_sigterm() -> None:
+    """Make SIGTERM end this process as ``sys.exit`` does, so ``finally``
+    blocks and exit handlers run and the store is closed (the embedded server
+    stops when this was its last user). Python's default for SIGTERM ends the
+    process on the spot, leaving the embedded server running."""
+
+    def _exit(signum: int, frame: object) -> None:
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)

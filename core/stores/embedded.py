@@ -15,6 +15,11 @@ that one server:
   it answers it is reused; if its process is gone, the stale socket and pid
   file are removed and a new server starts on the same append-only files,
   so nothing that was acknowledged is lost.
+
+The directory and everything the server writes in it (append-only files,
+snapshot, log, pid file) are the owner's alone: the directory is made 0700,
+the server starts under umask 077, and files an older version left wider are
+narrowed to 0600 before it starts.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import time
 from pathlib import Path
 
 from .base import GraphStoreError, GraphStoreMissingExtraError
+from .private import narrow, private_dir
 
 SOCKET_NAME = "falkordb.sock"
 PID_NAME = "falkordb.pid"
@@ -133,11 +139,12 @@ class EmbeddedServer:
         self.appendfsync = appendfsync
         self.socket = socket_path_for(self.data_dir)
         self._users_fd: int | None = None
+        self._owner_pid: int | None = None
         self._prepare_dir()
 
     def _prepare_dir(self) -> None:
         try:
-            self.data_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.data_dir)
         except OSError as exc:
             raise GraphStoreError(f"cannot create the data directory {self.data_dir}: {exc.strerror}") from exc
         if not os.access(self.data_dir, os.W_OK | os.X_OK):
@@ -168,6 +175,7 @@ class EmbeddedServer:
                 os.close(users_fd)
                 raise
             self._users_fd = users_fd
+            self._owner_pid = os.getpid()
         finally:
             fcntl.flock(server_fd, fcntl.LOCK_UN)
             os.close(server_fd)
@@ -177,6 +185,13 @@ class EmbeddedServer:
         """Unregister; the last user shuts the server down."""
         users_fd, self._users_fd = self._users_fd, None
         if users_fd is None:
+            return
+        if self._owner_pid != os.getpid():
+            # A forked child's copy of its parent's handle (a gunicorn worker
+            # unwinding its parent's stack): the lock is the parent's. Trying
+            # to convert it here would drop it (flock conversion is not
+            # atomic) and could stop the server under the parent's feet.
+            os.close(users_fd)
             return
         server_fd = self._lock_file(SERVER_LOCK)
         try:
@@ -221,6 +236,8 @@ class EmbeddedServer:
 
     def _start(self) -> None:
         server, module = _binaries()
+        for name in ("appendonlydir", "dump.rdb", LOG_NAME, PID_NAME, SERVER_LOCK, USERS_LOCK, "keys"):
+            narrow(self.data_dir / name, recursive=True)
         args = [
             server,
             "--port",
@@ -247,7 +264,7 @@ class EmbeddedServer:
             module,
         ]
         try:
-            done = subprocess.run(args, capture_output=True, text=True, timeout=30, start_new_session=True)
+            done = subprocess.run(args, capture_output=True, text=True, timeout=30, start_new_session=True, umask=0o077)
         except OSError as exc:
             raise GraphStoreError(f"cannot start {server}: {exc.strerror}") from exc
         if done.returncode != 0:

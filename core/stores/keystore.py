@@ -34,6 +34,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .private import private_dir
+
 __all__ = ["SLOT", "UNREADABLE", "KeyStore", "parse_ranges", "seal", "slot_ranges", "unseal"]
 
 SLOT = 32
@@ -53,7 +55,7 @@ class KeyStore:
             raise ValueError(f"sync must be one of {', '.join(SYNC_CHOICES)}")
         self.path = Path(path)
         self.sync = sync
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         # append: new keys; plain: reads and in-place overwrites (on Linux a
         # pwrite on an O_APPEND descriptor appends whatever the offset)
         self._append = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)

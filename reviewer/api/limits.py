@@ -1,7 +1,7 @@
 """The API's limits: requests per token per minute (429 with Retry-After) and
-the size of a request body (413). Counted in Django's cache, so one process
-counts alone under the default in-memory cache and a shared cache (Redis,
-Memcached) counts for every process."""
+the size of a request body (413). Counted in Django's cache: by default a
+directory every worker process of the host shares, counted under a lock
+(``reviewer.cache.SharedFileCache``), so several workers count as one."""
 
 from __future__ import annotations
 
@@ -31,12 +31,15 @@ def check_rate(token_pk: int) -> None:
     rate = settings.REVIEWER_API_RATE
     now = time.time()
     key = f"reviewer-api-rate:{token_pk}:{int(now // 60)}"
-    cache.add(key, 0, 90)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.add(key, 1, 90)
-        count = 1
+    if hasattr(cache, "count"):  # reviewer.cache.SharedFileCache: one locked step for every worker
+        count = cache.count(key, 90)
+    else:
+        cache.add(key, 0, 90)
+        try:
+            count = cache.incr(key)
+        except ValueError:  # expired between add and incr
+            cache.add(key, 1, 90)
+            count = 1
     if count > rate:
         raise RateLimited(max(1, math.ceil(60 - now % 60)))
 

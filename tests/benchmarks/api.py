@@ -1,11 +1,14 @@
 """Benchmark of the agents' HTTP API, on each backend in one run.
 
     .venv/bin/python -m tests.benchmarks.api [--events 4000] [--agents 4] [--backends falkordb,neo4j]
-                                             [--decisions 0]
+                                             [--decisions 0] [--server runserver|serve] [--workers N]
 
-Starts the app in its own process on a threaded WSGI server (Django's
-runserver server, ``django.core.servers.basehttp`` with threading and
-TCP_NODELAY, DEBUG off: the production server arrives with another issue) over the backend's store,
+Starts the app in its own process, DEBUG off, over the backend's store: on a
+threaded WSGI server (``--server runserver``: Django's runserver server,
+``django.core.servers.basehttp`` with threading and TCP_NODELAY, one
+process), or on the production server (``--server serve``: ``manage.py
+serve``, gunicorn with ``--workers`` processes; the rate limit still counts,
+in the workers' shared cache),
 makes one agent token per agent, and prints: the floors (a ``RETURN 1`` round
 trip on the store, and ``GET /healthz`` over HTTP, which pings the store), then
 ``record_event`` over HTTP with ``--agents`` concurrent agents (each on its own
@@ -67,7 +70,7 @@ def free_port() -> int:
 class Server:
     """The app in its own process, on ``url``'s store."""
 
-    def __init__(self, store_url: str) -> None:
+    def __init__(self, store_url: str, kind: str = "runserver", workers: int | None = None) -> None:
         self.data = tempfile.mkdtemp(prefix="reviewer-bench-api-")
         self.port = free_port()
         self.env = {
@@ -81,8 +84,13 @@ class Server:
             "REVIEWER_LOG_LEVEL": "WARNING",
         }
         self.manage("migrate", "-v", "0")
+        if kind == "serve":
+            command = [sys.executable, "manage.py", "serve", f"127.0.0.1:{self.port}", "--no-migrate"]
+            command += [f"--workers={workers}"] if workers else []
+        else:
+            command = [sys.executable, "-c", SERVER, str(self.port)]
         self.process = subprocess.Popen(
-            [sys.executable, "-c", SERVER, str(self.port)],
+            command,
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,
@@ -212,10 +220,18 @@ def load_queue(store: GraphStore, project: str, decisions: int) -> None:
     graph.update("doc", "Changed. " * 10)  # flags a tenth of them
 
 
-def bench(store: GraphStore, url: str, events: int, agents: int, decisions: int) -> list[tuple[str, str, str]]:
+def bench(
+    store: GraphStore,
+    url: str,
+    events: int,
+    agents: int,
+    decisions: int,
+    kind: str = "runserver",
+    workers: int | None = None,
+) -> list[tuple[str, str, str]]:
     project = "bench-api-" + uuid.uuid4().hex[:8]
     rows: list[tuple[str, str, str]] = []
-    server = Server(url)
+    server = Server(url, kind, workers)
     try:
         tokens = [server.token(project, f"agent-{n}") for n in range(agents)]
         for n, token in enumerate(tokens):
@@ -265,10 +281,15 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=4)
     parser.add_argument("--decisions", type=int, default=0)
     parser.add_argument("--backends", default="falkordb,neo4j")
+    parser.add_argument("--server", choices=["runserver", "serve"], default="runserver")
+    parser.add_argument("--workers", type=int, help="serve's worker processes (default: its own)")
     args = parser.parse_args()
-    print("server: Django's threaded WSGI server (runserver's), DEBUG off, in its own process")
+    if args.server == "serve":
+        print("server: manage.py serve (gunicorn worker processes), DEBUG off")
+    else:
+        print("server: Django's threaded WSGI server (runserver's), DEBUG off, in its own process")
     for title, store, url in each_store(args.backends):
-        report(title, bench(store, url, args.events, args.agents, args.decisions))
+        report(title, bench(store, url, args.events, args.agents, args.decisions, args.server, args.workers))
 
 
 if __name__ == "__main__":

@@ -1,19 +1,22 @@
 """Several reviewers at once through HTTP, on one shared review queue.
 
     .venv/bin/python -m tests.benchmarks.load [--reviewers 6] [--decisions 300] [--contested 60]
-        [--seconds 60] [--requests 5000] [--backends falkordb,neo4j]
+        [--seconds 60] [--requests 5000] [--backends falkordb,neo4j] [--servers runserver,serve]
+        [--workers N] [--threads N]
 
-For each backend: a fresh store with a project whose decisions all need
-review, a dashboard server (``manage.py runserver``, production settings, on
-127.0.0.1 only) and reviewers who log in and work through the queue like a
+For each backend and each server: a fresh project whose decisions all need
+review, a dashboard server in production settings on 127.0.0.1 only (Django's
+``runserver``, one process; or ``manage.py serve``, gunicorn with ``--workers``
+processes) and reviewers who log in and work through the queue like a
 person: open the queue, open a decision, reaffirm or reject it. Some
 decisions are contested: two reviewers reject the same one at about the same
 moment. The run is bounded by ``--requests`` and ``--seconds``.
 
 It prints requests per second and p50 / p95 per page beside the floor of a
-store round trip, and fails (exit 1) unless there was no 5xx, every action
-was either applied once or refused with a sentence, and each contested
-decision has exactly one winner, in the responses and in the store.
+store round trip, for each server and then side by side, and fails (exit 1)
+unless there was no 5xx, every action was either applied once or refused
+with a sentence, and each contested decision has exactly one winner, in the
+responses and in the store.
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ class Report:
     acts: list[Act] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)  # a reviewer who could not go on
     seconds: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds used in the run: server, store, client
+
+    def cpu_ms_per_request(self, who: str) -> float | None:
+        if who not in self.cpu or not self.samples:
+            return None
+        return self.cpu[who] * 1000 / len(self.samples)
 
     def server_errors(self) -> list[Sample]:
         return [s for s in self.samples if s.status >= 500]
@@ -266,8 +275,20 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(store_url: str, data_dir: str, project: str, reviewers: list[str]) -> tuple[subprocess.Popen[bytes], str]:
-    """The dashboard in production settings on loopback, with one login per reviewer."""
+SERVERS = {"runserver": "runserver (1 process)", "serve": "serve (gunicorn)"}
+
+
+def serve(
+    store_url: str,
+    data_dir: str,
+    project: str,
+    reviewers: list[str],
+    server: str = "runserver",
+    workers: int | None = None,
+    threads: int | None = None,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """The dashboard in production settings on loopback, with one login per
+    reviewer: Django's ``runserver`` or ``manage.py serve`` (gunicorn)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "REVIEWER_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="reviewer.settings",
@@ -279,6 +300,7 @@ def serve(store_url: str, data_dir: str, project: str, reviewers: list[str]) -> 
     )
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "--verbosity", "0"], env=env, check=True, cwd=ROOT)
+    subprocess.run([*manage, "collectstatic", "--noinput", "--verbosity", "0"], env=env, check=True, cwd=ROOT)
     secret = Path(data_dir) / "password"
     secret.write_text(PASSWORD + "\n")
     for name in reviewers:
@@ -290,22 +312,75 @@ def serve(store_url: str, data_dir: str, project: str, reviewers: list[str]) -> 
             stdout=subprocess.DEVNULL,
         )
     port = free_port()
-    server = subprocess.Popen(
-        [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    if server == "serve":
+        command = [*manage, "serve", f"127.0.0.1:{port}", "--no-migrate", "--no-collectstatic"]
+        command += [f"--workers={workers}"] if workers else []
+        command += [f"--threads={threads}"] if threads else []
+    else:
+        command = [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"]
+    process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
+    for _ in range(600):
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return server, base
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                time.sleep(2 if server == "serve" else 0)  # every worker booted
+                return process, base
         except OSError:
             time.sleep(0.1)
-    server.kill()
+    process.kill()
     raise SystemExit("the dashboard server did not start")
+
+
+def _ticks(pid: int) -> int:
+    """User plus system CPU of a live process, in clock ticks (0 once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _tree(pid: int) -> list[int]:
+    try:
+        kids = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return [pid]
+    return [pid, *kids]
+
+
+class CpuMeter:
+    """CPU seconds used by the server's processes, the embedded store's
+    server and this process (the reviewers' client) between start and stop:
+    what a request costs, whatever else the machine is running."""
+
+    def __init__(self, server_pid: int, store_url: str) -> None:
+        self.server_pid = server_pid
+        self.store_pid: int | None = None
+        if store_url.startswith("falkordb+embedded://"):
+            pid_file = Path(urlsplit(store_url).path) / "falkordb.pid"
+            try:
+                self.store_pid = int(pid_file.read_text())
+            except (OSError, ValueError):
+                self.store_pid = None
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.start = self._read()
+
+    def _read(self) -> dict[str, dict[int, int]]:
+        out = {"server": {pid: _ticks(pid) for pid in _tree(self.server_pid)}}
+        if self.store_pid:
+            out["store"] = {self.store_pid: _ticks(self.store_pid)}
+        own = os.times()
+        out["client"] = {0: int((own.user + own.system) * self.hz)}
+        return out
+
+    def stop(self) -> dict[str, float]:
+        end = self._read()
+        return {
+            who: sum(max(0, ticks - self.start[who].get(pid, 0)) for pid, ticks in now.items()) / self.hz
+            for who, now in end.items()
+        }
 
 
 def check_store(store, project: str, report: Report, contested: set[str]) -> list[str]:  # type: ignore[no-untyped-def]
@@ -325,6 +400,34 @@ def check_store(store, project: str, report: Report, contested: set[str]) -> lis
     return problems
 
 
+def side_by_side(title: str, reports: dict[str, Report]) -> None:
+    """Each server's figures in columns: requests/s, then p50 / p95 per page."""
+    from tests.benchmarks.history import percentiles
+
+    names = list(reports)
+    print(f"\n{title}: side by side (p50 / p95)")
+    print(f"  {'':16} " + " ".join(f"{SERVERS.get(n, n):>26}" for n in names))
+    rates = [f"{len(r.samples) / r.seconds:.0f} requests/s" for r in reports.values()]
+    print(f"  {'throughput':16} " + " ".join(f"{x:>26}" for x in rates))
+    print(f"  {'5xx':16} " + " ".join(f"{len(r.server_errors()):>26}" for r in reports.values()))
+    for who in ("server", "store", "client"):
+        cells = [r.cpu_ms_per_request(who) for r in reports.values()]
+        if any(c is not None for c in cells):
+            text = [f"{c:.1f} ms" if c is not None else "-" for c in cells]
+            print(f"  {'CPU/req ' + who:16} " + " ".join(f"{x:>26}" for x in text))
+    pages = sorted({s.page for r in reports.values() for s in r.samples})
+    for page in pages:
+        cells = []
+        for r in reports.values():
+            ms = [s.ms for s in r.samples if s.page == page]
+            if ms:
+                p50, p95 = percentiles(ms)
+                cells.append(f"{p50:.1f} / {p95:.1f} ms")
+            else:
+                cells.append("-")
+        print(f"  {page:16} " + " ".join(f"{c:>26}" for c in cells))
+
+
 def table(title: str, report: Report, floor: float) -> None:
     from tests.benchmarks.history import percentiles
 
@@ -339,6 +442,13 @@ def table(title: str, report: Report, floor: float) -> None:
         f"{len(report.samples) / report.seconds:.0f} requests/s; {len(report.server_errors())} 5xx; "
         f"{applied} actions applied, {refused} refused with a sentence"
     )
+    if report.cpu:
+        parts = [
+            f"{who} {report.cpu_ms_per_request(who):.1f} ms"
+            for who in ("server", "store", "client")
+            if who in report.cpu
+        ]
+        print("  CPU per request: " + ", ".join(parts))
     print(f"  {'page or action':16} {'requests':>9} {'p50':>9} {'p95':>9}  p95 / floor")
     for page, ms in sorted(by_page.items()):
         p50, p95 = percentiles(ms)
@@ -348,28 +458,39 @@ def table(title: str, report: Report, floor: float) -> None:
 def run(title: str, store, store_url: str, args: argparse.Namespace) -> list[str]:  # type: ignore[no-untyped-def]
     from tests.benchmarks.history import percentiles, timed
 
-    project, ids = flagged_project(store, args.decisions)
-    reviewers = [f"reviewer{i}" for i in range(args.reviewers)]
-    data_dir = tempfile.mkdtemp(prefix="reviewer-load-web-")
-    server, base = serve(store_url, data_dir, project, reviewers)
-    try:
-        report = drive(
-            base,
-            project,
-            reviewers,
-            PASSWORD,
-            ids,
-            contested=args.contested,
-            seconds=args.seconds,
-            max_requests=args.requests,
-        )
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    contested = set(ids[: args.contested])
-    table(title, report, percentiles(timed(lambda: store.read(project, "RETURN 1 AS one"), 500))[0])
-    problems = report.problems(contested) + check_store(store, project, report, contested)
-    store.drop_project(project)
+    problems: list[str] = []
+    reports: dict[str, Report] = {}
+    for kind in [k.strip() for k in args.servers.split(",") if k.strip()]:
+        if kind not in SERVERS:
+            raise SystemExit(f"unknown server {kind!r}: use runserver or serve")
+        project, ids = flagged_project(store, args.decisions)
+        reviewers = [f"reviewer{i}" for i in range(args.reviewers)]
+        data_dir = tempfile.mkdtemp(prefix="reviewer-load-web-")
+        server, base = serve(store_url, data_dir, project, reviewers, kind, args.workers, args.threads)
+        meter = CpuMeter(server.pid, store_url)
+        try:
+            report = drive(
+                base,
+                project,
+                reviewers,
+                PASSWORD,
+                ids,
+                contested=args.contested,
+                seconds=args.seconds,
+                max_requests=args.requests,
+            )
+            report.cpu = meter.stop()
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        contested = set(ids[: args.contested])
+        floor = percentiles(timed(lambda: store.read(project, "RETURN 1 AS one"), 500))[0]
+        table(f"{title}, {SERVERS[kind]}", report, floor)
+        problems += report.problems(contested) + check_store(store, project, report, contested)
+        store.drop_project(project)
+        reports[kind] = report
+    if len(reports) > 1:
+        side_by_side(title, reports)
     return problems
 
 
@@ -381,6 +502,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--requests", type=int, default=5000)
     parser.add_argument("--backends", default="falkordb,neo4j")
+    parser.add_argument("--servers", default="runserver,serve", help="runserver, serve (gunicorn) or both")
+    parser.add_argument("--workers", type=int, help="serve's worker processes (default: REVIEWER_WORKERS or its own)")
+    parser.add_argument("--threads", type=int, help="serve's threads per worker")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")

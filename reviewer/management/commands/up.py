@@ -17,7 +17,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from core.stores import GraphStoreError, redact_url
-from reviewer.store import check_store
+from core.stores.private import private_dir
+from reviewer.store import check_store, stop_on_sigterm
 
 
 class Command(BaseCommand):
@@ -33,8 +34,11 @@ class Command(BaseCommand):
             # process: the setup is done, just serve.
             call_command("runserver", addrport)
             return
-        settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
+        stop_on_sigterm()  # SIGTERM while setting up (the demo seed takes seconds) still stops the store
+        private_dir(settings.DATA_DIR)
         call_command("migrate", interactive=False, verbosity=0)
+        if not settings.DEBUG:
+            call_command("collectstatic", interactive=False, verbosity=0)  # hashed names, served by WhiteNoise
         try:
             store = check_store()
         except GraphStoreError as exc:

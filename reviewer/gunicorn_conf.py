@@ -1,0 +1,55 @@
+"""Gunicorn's configuration for Reviewer, used by ``manage.py serve`` and by
+gunicorn's own command line:
+
+    gunicorn -c python:reviewer.gunicorn_conf --bind 127.0.0.1:8000 reviewer.wsgi
+
+Worker processes (``REVIEWER_WORKERS``, default two per core and one more),
+each with ``REVIEWER_THREADS`` threads (default 2). On SIGTERM gunicorn stops
+taking connections, lets each worker finish its requests (up to
+``graceful_timeout``) and each worker closes its graph store as it exits; the
+embedded FalkorDB server stops when its last user has closed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _count(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SystemExit(f"{name} must be a whole number of at least 1, not {raw!r}")
+    return value
+
+
+def default_workers() -> int:
+    return 2 * (os.cpu_count() or 1) + 1
+
+
+wsgi_app = "reviewer.wsgi:application"
+workers = _count("REVIEWER_WORKERS", default_workers())
+threads = _count("REVIEWER_THREADS", 2)
+worker_class = "gthread"  # threads, and keep-alive connections for the agents' API
+timeout = 60  # a worker silent this long is restarted
+graceful_timeout = 30  # on SIGTERM, how long requests in flight may finish
+keepalive = 5
+control_socket_disable = True  # gunicorn's control socket (one per user's home) is not used
+proc_name = "reviewer"
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    """A worker closes its store as it exits (its embedded-store user lock is
+    then released, and the last user stops the server)."""
+    try:
+        from reviewer.store import reset_store
+
+        reset_store()
+    except Exception as exc:  # the worker is going anyway; say why the store did not close cleanly
+        server.log.warning("worker %s could not close its store: %s", worker.pid, exc)
