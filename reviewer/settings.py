@@ -174,6 +174,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and, separat
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "reviewer.views.auth.locked_out"
 AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False  # no banner on every manage.py command; failures are still logged
 AXES_CLIENT_IP_CALLABLE = "reviewer.views.auth.client_address"
 REVIEWER_TRUST_FORWARDED_FOR = env_bool("DJANGO_BEHIND_PROXY", False)
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the account and address (never the password)
