@@ -9,9 +9,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from .. import access
+from ..oidc import LoginView
 from ..store import check_store
 
-login = auth_views.LoginView.as_view(template_name="reviewer/login.html")
+login = LoginView.as_view()
 logout = auth_views.LogoutView.as_view()
 
 
