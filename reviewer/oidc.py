@@ -281,6 +281,12 @@ class OidcCallback(OIDCAuthenticationCallbackView):
         except SuspiciousOperation as exc:
             log.warning("single sign-on: a callback was refused: %s", exc)
             return self._failed(400)
+        except requests.HTTPError as exc:
+            status = exc.response.status_code if exc.response is not None else 502
+            if 400 <= status < 500:  # the provider refused the code (expired, used twice, wrong client)
+                log.warning("single sign-on: the provider refused a callback's code: %s", exc)
+                return self._failed(400)
+            return _unavailable(request, exc)
         except (requests.RequestException, ProviderUnavailable) as exc:
             return _unavailable(request, exc)
 
