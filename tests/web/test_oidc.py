@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from django.test import Client
 
 from core.history import ConversationHistory
@@ -138,14 +138,18 @@ def test_the_sign_in_flow_in_the_browser_gives_the_mapped_roles_and_refuses_unma
     settings.REVIEWER_OIDC = sso_config(provider, {"acme-reviewers": {story.project: "reviewer"}})
     base = live_server.url
 
+    # a password account of the same name is another person: single sign-on never takes it over
+    local_alice = User.objects.create_user("alice", email="alice@acme.test", password="a-local-password-1")
+
     # alice is in acme-reviewers: she comes back signed in, a reviewer of the mapped project
     page = sign_in_with_sso(browser, live_server, "alice")
     assert page.url == f"{base}/p/{story.project}/"  # her one project
-    alice = User.objects.get(oidc_identity__subject__isnull=False, username="alice")
+    alice = User.objects.get(oidc_identity__issuer=provider)
+    assert alice.username == "alice-2" and alice.pk != local_alice.pk
     assert not alice.has_usable_password()
-    assert OidcIdentity.objects.get(user=alice).issuer == provider
+    assert not ProjectGrant.objects.filter(user=local_alice).exists()
     assert {(g.project_id, g.role) for g in ProjectGrant.objects.filter(user=alice)} == {(story.project, "reviewer")}
-    assert "alice · reviewer" in page.locator(".who").inner_text()
+    assert "alice-2 · reviewer" in page.locator(".who").inner_text()
     page.goto(f"{base}/p/{story.project}/decisions/{story.moved}/")
     assert page.locator("form[action$='/reaffirm'] button[type=submit]").count() == 1  # a reviewer may reaffirm
     assert page.goto(f"{base}/p/{story.project}/tokens/").status == 403  # not a steward
@@ -166,7 +170,7 @@ def test_the_sign_in_flow_in_the_browser_gives_the_mapped_roles_and_refuses_unma
     settings.REVIEWER_OIDC = sso_config(provider, {"acme-reviewers": {other_project: "viewer"}})
     page = sign_in_with_sso(browser, live_server, "alice")
     assert {(g.project_id, g.role) for g in ProjectGrant.objects.filter(user=alice)} == {(other_project, "viewer")}
-    assert User.objects.filter(username__startswith="alice").count() == 1  # the same person, not a new one
+    assert OidcIdentity.objects.count() == 1 and User.objects.filter(username__startswith="alice").count() == 2
     assert page.goto(f"{base}/p/{story.project}/").status == 404
     assert page.goto(f"{base}/p/{other_project}/").status == 200
     page.context.close()
@@ -248,3 +252,24 @@ def test_the_group_mapping_is_read_strictly() -> None:
     assert oidc.groups_of({"groups": "a"}, "groups") == ["a"]
     assert oidc.groups_of({"groups": ["a", 3, None]}, "groups") == ["a"]
     assert oidc.groups_of({}, "groups") == []
+
+
+def test_an_id_token_from_another_issuer_or_for_another_client_is_refused(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    settings.REVIEWER_OIDC = sso_config("https://sso.acme.test/o", {"g": {"p": "viewer"}})
+    good = {"iss": "https://sso.acme.test/o", "aud": CLIENT_ID, "sub": "42", "nonce": "n"}
+    backend = oidc.OidcBackend()
+    for payload, accepted in [
+        (good, True),
+        ({**good, "aud": [CLIENT_ID, "other"]}, True),
+        ({**good, "iss": "https://evil.test/o"}, False),
+        ({**good, "aud": "another-client"}, False),
+        ({**good, "sub": ""}, False),
+    ]:
+        monkeypatch.setattr(oidc.OIDCAuthenticationBackend, "verify_token", lambda self, token, p=payload, **kw: p)
+        if accepted:
+            assert backend.verify_token("t", nonce="n") == payload
+        else:
+            with pytest.raises(SuspiciousOperation):
+                backend.verify_token("t", nonce="n")
