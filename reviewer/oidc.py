@@ -12,7 +12,9 @@ never matched to a password account by name or email. Their project roles
 come from the groups claim through ``REVIEWER_OIDC_GROUP_ROLES`` and are
 written again at each sign-in: grants the claim no longer gives are removed.
 Someone in no mapped group is refused with a page that says so, and signs in
-to nothing (their old grants, if any, are removed too).
+to nothing (their old grants, if any, are removed too). A single sign-on
+session lasts ``REVIEWER_OIDC_SESSION_SECONDS`` (8 hours by default), so a
+change at the provider reaches a signed-in person within that time.
 """
 
 from __future__ import annotations
@@ -289,6 +291,12 @@ class OidcCallback(OIDCAuthenticationCallbackView):
             return _unavailable(request, exc)
         except (requests.RequestException, ProviderUnavailable) as exc:
             return _unavailable(request, exc)
+
+    def login_success(self) -> HttpResponse:
+        response = super().login_success()
+        # roles are read at sign-in: a bounded session re-reads them within this time
+        self.request.session.set_expiry(config()["session_seconds"])  # type: ignore[index]
+        return response
 
     def _failed(self, status: int) -> HttpResponse:
         if self.request.user.is_authenticated:

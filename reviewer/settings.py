@@ -166,6 +166,15 @@ REVIEWER_API_MAX_BODY = int(os.environ.get("REVIEWER_API_MAX_BODY", str(2 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(REVIEWER_API_MAX_BODY + 1024, 2621440)
 
 
+def env_seconds(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 60:
+        raise ImproperlyConfigured(f"{name} must be a whole number of seconds, at least 60, not {raw!r}")
+    return int(raw)
+
+
 def oidc_group_roles(raw: str) -> dict[str, dict[str, str]]:
     """``group=project:role,...`` → {group: {project: role}}. A group may give
     roles in several projects (name it once per project); a project id may
@@ -222,6 +231,8 @@ def oidc_settings() -> dict[str, object] | None:
         "groups_claim": os.environ.get("REVIEWER_OIDC_GROUPS_CLAIM", "").strip() or "groups",
         "sign_algo": os.environ.get("REVIEWER_OIDC_SIGN_ALGO", "").strip() or "RS256",
         "group_roles": group_roles,
+        # how long a single sign-on session lasts: then the person signs in again and their roles are re-read
+        "session_seconds": env_seconds("REVIEWER_OIDC_SESSION_SECONDS", 8 * 3600),
     }
 
 

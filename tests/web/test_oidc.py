@@ -14,6 +14,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,7 @@ def sso_config(issuer: str, group_roles: dict[str, dict[str, str]]) -> dict[str,
         "groups_claim": "groups",
         "sign_algo": "RS256",
         "group_roles": group_roles,
+        "session_seconds": 3600,
     }
 
 
@@ -154,6 +156,8 @@ def test_the_sign_in_flow_in_the_browser_gives_the_mapped_roles_and_refuses_unma
     assert page.locator("form[action$='/reaffirm'] button[type=submit]").count() == 1  # a reviewer may reaffirm
     assert page.goto(f"{base}/p/{story.project}/tokens/").status == 403  # not a steward
     assert page.goto(f"{base}/p/{other_project}/").status == 404  # not another project
+    session = next(c for c in page.context.cookies() if c["name"] == "sessionid")
+    assert 3500 < session["expires"] - time.time() <= 3600  # a bounded session: roles are re-read at next sign-in
     shot(page, "sso-signed-in")
     page.context.close()
 
