@@ -30,8 +30,8 @@ def project_page(request: HttpRequest) -> dict[str, Any]:
     return {
         "project": project,
         "default_explanation": DEFAULT_REAFFIRM_EXPLANATION,
-        "role": access.role_of(user),
-        "can_review": access.can(user, access.REVIEWER),
-        "can_steward": access.can(user, access.STEWARD),
+        "role": access.role_of(user, project),
+        "can_review": access.can(user, access.REVIEWER, project),
+        "can_steward": access.can(user, access.STEWARD, project),
         "reason_labels": REASON_LABELS,
     }

@@ -8,16 +8,24 @@ from django.db import models
 
 
 class ProjectGrant(models.Model):
-    """A person may open one project (staff may open every project)."""
+    """A person's role in one project: ``viewer`` reads, ``reviewer`` also
+    reaffirms, supersedes and rejects, ``steward`` also redacts, deletes
+    tasks, runs the sweep and manages tokens and grants. Each project's role
+    is independent of every other's. Staff and superusers need no grant: they
+    are stewards in every project."""
+
+    VIEWER, REVIEWER, STEWARD = "viewer", "reviewer", "steward"
+    ROLES = [(VIEWER, "viewer"), (REVIEWER, "reviewer"), (STEWARD, "steward")]
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_grants")
     project_id = models.CharField(max_length=200)
+    role = models.CharField(max_length=20, choices=ROLES, default=VIEWER)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "project_id"], name="one_grant_per_project")]
 
     def __str__(self) -> str:
-        return f"{self.user} → {self.project_id}"
+        return f"{self.user} → {self.project_id} ({self.role})"
 
 
 class ApiToken(models.Model):

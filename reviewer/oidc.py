@@ -37,6 +37,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
+from . import access
 from .access import ROLES
 
 log = logging.getLogger(__name__)
@@ -146,6 +147,7 @@ def sync_grants(user: Any, roles: dict[str, str]) -> None:
     for project, role in roles.items():
         ProjectGrant.objects.update_or_create(user=user, project_id=project, defaults={"role": role})
     ProjectGrant.objects.filter(user=user).exclude(project_id__in=list(roles)).delete()
+    access.forget(user)
 
 
 _USERNAME_CHARS = re.compile(r"[^\w.@+-]")

@@ -23,8 +23,6 @@ def home(request: HttpRequest) -> HttpResponse:
     projects = access.projects_for(request.user, store)
     if len(projects) == 1:
         return redirect("overview", project=projects[0])
-    return render(
-        request,
-        "reviewer/home.html",
-        {"projects": projects, "backend": store.backend, "role": access.role_of(request.user)},
-    )
+    # each project with the person's role there (roles are per project)
+    rows = [(p, access.role_of(request.user, p)) for p in projects]
+    return render(request, "reviewer/home.html", {"projects": rows, "backend": store.backend})

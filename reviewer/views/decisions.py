@@ -43,7 +43,7 @@ def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
 
 def _decision_context(request: HttpRequest, p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
     review = p.views.decision_review(d)
-    reviewer = access.can(request.user, access.REVIEWER)
+    reviewer = access.can(request.user, access.REVIEWER, p.id)
     choices = p.views.supersede_choices(d) if reviewer and review.actions.supersede else None
     supersede_form = forms.get("supersede") or (_supersede_form(d, choices) if choices else None)
     return {
@@ -302,7 +302,7 @@ def _decision_action(
     """A reviewer's one-form action on a decision: role, form, core write,
     then the card, the page or the next decision; refusals beside the form."""
     p = _project(request, project)
-    access.require(request.user, access.REVIEWER)
+    access.require(request.user, access.REVIEWER, project)
     d = _decision_or_404(p, decision_id)
     form = form_class(request.POST)
     if not form.is_valid():
@@ -350,7 +350,7 @@ def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse
 @login_required
 def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     p = _project(request, project)
-    access.require(request.user, access.REVIEWER)
+    access.require(request.user, access.REVIEWER, project)
     d = _decision_or_404(p, decision_id)
     choices = p.views.supersede_choices(d)
     form = SupersedeForm(request.POST, choices=_keep_choices(choices))
@@ -418,7 +418,7 @@ def cite_instead(request: HttpRequest, project: str, decision_id: Any) -> HttpRe
     """ "Cite revision N instead": supersede a dependant with the same
     content and supports, the replaced revision swapped for the new one."""
     p = _project(request, project)
-    access.require(request.user, access.REVIEWER)
+    access.require(request.user, access.REVIEWER, project)
     d = _decision_or_404(p, decision_id)
     form = CiteInsteadForm(request.POST)
     if not form.is_valid():

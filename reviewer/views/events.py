@@ -38,7 +38,7 @@ def events(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def redact(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    access.require(request.user, access.STEWARD)
+    access.require(request.user, access.STEWARD, project)
     source = request.POST if request.method == "POST" else request.GET
     event_id = _param(source, "event_id", 100)
     preview = p.views.redaction_preview(event_id)

@@ -81,7 +81,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
             "filters_qs": urlencode(q.filters),
             # the card's honest actions (decision workbench); a viewer is offered none
             "actions": p.views.review_actions_many(q.result.decisions)
-            if access.can(request.user, access.REVIEWER)
+            if access.can(request.user, access.REVIEWER, project)
             else {},
         },
     )
@@ -96,7 +96,7 @@ def _qs(filters: dict[str, str], page: int) -> str:
 def sweep(request: HttpRequest, project: str) -> HttpResponse:
     """Run the review on (stewards): up to 50 batches of 100."""
     p = _project(request, project)
-    access.require(request.user, access.STEWARD)
+    access.require(request.user, access.STEWARD, project)
     moved = review_until_done(p.traces, max_steps=50).moved
     messages.success(request, f"Review moved {moved} queued decision{'' if moved == 1 else 's'} on.")
     return redirect("overview", project=p.id)
@@ -135,7 +135,7 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
     next decision. A refusal keeps the card, says why, and refreshes the
     counters too (the refusal often means someone else acted first)."""
     p = _project(request, project)
-    access.require(request.user, access.REVIEWER)
+    access.require(request.user, access.REVIEWER, project)
     if action not in FLOW_ACTIONS:
         raise Http404("no such action")
     d = _decision_or_404(p, decision_id)
@@ -207,7 +207,7 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
     request id of its own (derived from the form's, so a resubmit acts once);
     the answer lists what was done and what was refused, and why."""
     p = _project(request, project)
-    access.require(request.user, access.REVIEWER)
+    access.require(request.user, access.REVIEWER, project)
     source = request.POST if request.method == "POST" else request.GET
     cause = _param(source, "cause", 1000)
     action = _param(source, "action", 20)

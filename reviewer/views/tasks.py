@@ -47,7 +47,7 @@ def task(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def delete_task(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    access.require(request.user, access.STEWARD)
+    access.require(request.user, access.STEWARD, project)
     name = _param(request.POST if request.method == "POST" else request.GET, "name")
     include = request.POST.get("include_decisions") == "on" if request.method == "POST" else True
     preview = p.retention.preview_delete_task(name, include_decisions=include)

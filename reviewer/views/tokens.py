@@ -29,7 +29,7 @@ class TokenForm(forms.Form):
 @login_required
 def tokens(request: HttpRequest, project: str) -> HttpResponse:
     _project(request, project)
-    access.require(request.user, access.STEWARD)
+    access.require(request.user, access.STEWARD, project)
     new_token, made = None, None
     form = TokenForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
@@ -52,7 +52,7 @@ def tokens(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def revoke_token(request: HttpRequest, project: str, token_id: int) -> HttpResponse:
     _project(request, project)
-    access.require(request.user, access.STEWARD)
+    access.require(request.user, access.STEWARD, project)
     record = ApiToken.objects.filter(project_id=project, pk=token_id).first()
     if record is None:
         raise Http404("no such token")

@@ -39,7 +39,6 @@ django.setup()
 from urllib.parse import urlencode  # noqa: E402
 
 from django.conf import settings  # noqa: E402
-from django.contrib.auth.models import Group as AuthGroup  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
@@ -104,10 +103,9 @@ def keystrokes(store: GraphStore, url: str, size: int) -> tuple[float, float, in
 
     project, cause, ids, changed = group_project(store, size)
     reviewer = User.objects.create_user(f"kb-{uuid.uuid4().hex[:6]}", password=PASSWORD)
-    reviewer.groups.add(AuthGroup.objects.get_or_create(name="reviewer")[0])
     from reviewer.models import ProjectGrant
 
-    ProjectGrant.objects.create(user=reviewer, project_id=project)
+    ProjectGrant.objects.create(user=reviewer, project_id=project, role="reviewer")
     server = LiveServerThread("localhost", StaticFilesHandler, port=0)
     server.daemon = True
     server.start()

@@ -26,7 +26,7 @@ import django
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.contrib.auth.models import Group, User  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
@@ -68,8 +68,7 @@ def run(title: str, store: GraphStore, n: int, *, reuse: bool = False) -> None:
     else:
         project, _task, _doc = demo_project(store)
     user = User.objects.create_user("steward-" + uuid.uuid4().hex[:6], password="x" * 20)
-    user.groups.add(Group.objects.get_or_create(name="steward")[0])
-    ProjectGrant.objects.create(user=user, project_id=project)
+    ProjectGrant.objects.create(user=user, project_id=project, role="steward")
     client = Client()
     client.force_login(user)
     redacted = store.read(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from core import _common as c
@@ -89,11 +89,11 @@ def story(db: None) -> Iterator[Story]:
 
 
 def make_user(name: str, role: str | None, projects: list[str], *, staff: bool = False) -> User:
+    """A person with ``role`` in each of ``projects`` (no role: no grants)."""
     user = User.objects.create_user(name, password=PASSWORD, is_staff=staff)
     if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    for p in projects:
-        ProjectGrant.objects.create(user=user, project_id=p)
+        for p in projects:
+            ProjectGrant.objects.create(user=user, project_id=p, role=role)
     return user
 
 

@@ -307,7 +307,8 @@ def test_create_user_command_gives_a_role_and_projects(db: None, tmp_path: Any) 
     from reviewer.access import role_of
 
     nora = User.objects.get(username="nora")
-    assert role_of(nora) == "reviewer" and nora.check_password("correct horse battery staple")
+    assert role_of(nora, "acme") == role_of(nora, "globex") == "reviewer"
+    assert role_of(nora, "initech") is None and nora.check_password("correct horse battery staple")
     assert sorted(nora.project_grants.values_list("project_id", flat=True)) == ["acme", "globex"]
 
 

@@ -63,9 +63,7 @@ class Command(BaseCommand):
         logins = settings.DATA_DIR / "demo-logins.txt"
         users = get_user_model()
         if not logins.exists():
-            from django.contrib.auth.models import Group
-
-            from reviewer.models import ProjectGrant
+            from reviewer import access
 
             lines = []
             for name, role in (("demo-viewer", "viewer"), ("demo-reviewer", "reviewer"), ("demo-steward", "steward")):
@@ -73,9 +71,8 @@ class Command(BaseCommand):
                     continue
                 password = secrets.token_urlsafe(12)
                 user = users.objects.create_user(name, password=password)
-                user.groups.add(Group.objects.get_or_create(name=role)[0])
                 for project in demo.PROJECTS:
-                    ProjectGrant.objects.get_or_create(user=user, project_id=project)
+                    access.grant(user, project, role)
                 lines.append(f"{name} {password}")
             fd = os.open(logins, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviewer", "0002_api_tokens"),
+        ("reviewer", "0003_grant_roles"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
