@@ -153,7 +153,7 @@ def test_the_sign_in_flow_in_the_browser_gives_the_mapped_roles_and_refuses_unma
     assert {(g.project_id, g.role) for g in ProjectGrant.objects.filter(user=alice)} == {(story.project, "reviewer")}
     assert "alice-2 · reviewer" in page.locator(".who").inner_text()
     page.goto(f"{base}/p/{story.project}/decisions/{story.moved}/")
-    assert page.locator("form[action$='/reaffirm'] button[type=submit]").count() == 1  # a reviewer may reaffirm
+    assert page.locator("form[action$='/reaffirm'] button[type=submit]").count() >= 1  # a reviewer may reaffirm
     assert page.goto(f"{base}/p/{story.project}/tokens/").status == 403  # not a steward
     assert page.goto(f"{base}/p/{other_project}/").status == 404  # not another project
     session = next(c for c in page.context.cookies() if c["name"] == "sessionid")
