@@ -10,6 +10,7 @@ callback, and lands signed in with the roles the groups claim maps to.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -277,3 +278,29 @@ def test_an_id_token_from_another_issuer_or_for_another_client_is_refused(
         else:
             with pytest.raises(SuspiciousOperation):
                 backend.verify_token("t", nonce="n")
+
+
+def test_the_environment_turns_single_sign_on_on_only_when_complete(monkeypatch: pytest.MonkeyPatch) -> None:
+    from reviewer.settings import oidc_settings
+
+    for name in [n for n in os.environ if n.startswith("REVIEWER_OIDC_")]:
+        monkeypatch.delenv(name)
+    assert oidc_settings() is None  # off by default
+    monkeypatch.setenv("REVIEWER_OIDC_CLIENT_ID", "reviewer")
+    with pytest.raises(ImproperlyConfigured, match="REVIEWER_OIDC_ISSUER"):
+        oidc_settings()
+    monkeypatch.setenv("REVIEWER_OIDC_ISSUER", "https://sso.acme.test/o/")
+    with pytest.raises(ImproperlyConfigured, match="CLIENT_SECRET"):
+        oidc_settings()
+    monkeypatch.setenv("REVIEWER_OIDC_CLIENT_SECRET", "s")
+    with pytest.raises(ImproperlyConfigured, match="nobody could sign in"):
+        oidc_settings()
+    monkeypatch.setenv("REVIEWER_OIDC_GROUP_ROLES", "acme-reviewers=acme:reviewer")
+    monkeypatch.setenv("REVIEWER_OIDC_TOKEN_ENDPOINT", "https://sso.acme.test/other/token")
+    cfg = oidc_settings()
+    assert cfg is not None
+    assert cfg["issuer"] == "https://sso.acme.test/o" and cfg["token_endpoint"] == "https://sso.acme.test/other/token"
+    assert cfg["group_roles"] == {"acme-reviewers": {"acme": "reviewer"}} and cfg["session_seconds"] == 8 * 3600
+    monkeypatch.setenv("REVIEWER_OIDC_SESSION_SECONDS", "soon")
+    with pytest.raises(ImproperlyConfigured, match="SESSION_SECONDS"):
+        oidc_settings()
