@@ -210,16 +210,21 @@ def log_activity(
     reason: str | None,
     at: str,
     *,
+    actor_kind: str,
     purge_slots: str | None = None,
 ) -> None:
-    """An activity entry in the same commit as the change it records. ``at``
+    """An activity entry in the same commit as the change it records.
+    ``actor_kind``: ``person`` or ``agent`` (``models.ActorKind``); an
+    imported change is always an agent's. ``at``
     is when it happened; an imported change (``c.happened_at``) also keeps
     when it was imported. ``purge_slots`` (a redaction or deletion): the
     entry also records that a disk purge is pending, and which event keys it
     destroys (``core._purge``)."""
     imported = c.imported_at()
+    if imported is not None:
+        actor_kind = "agent"  # an import writes it, whoever did it first
     tx.write(
-        "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, action: $action, "
+        "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, actor_kind: $actor_kind, action: $action, "
         "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
         "purge: $purge, purge_slots: $slots})",
         {
@@ -227,6 +232,7 @@ def log_activity(
             "p": project_id,
             "at": at,
             "actor": actor,
+            "actor_kind": actor_kind,
             "action": action,
             "kind": target_kind,
             "target": target_id,

@@ -55,6 +55,7 @@ from .models.decision import (
     ReviewState,
 )
 from .models.knowledge import FetchResult
+from .models.retention import ActorKind
 from .models.write_result import (
     ReaffirmDecisionResult,
     RecordDecisionResult,
@@ -130,10 +131,14 @@ class _Content:
 class DecisionTraces(DecisionReads):
     """The decisions of one project, written as one agent (or person)."""
 
-    def __init__(self, store: GraphStore, *, project_id: str, agent_id: str) -> None:
+    def __init__(
+        self, store: GraphStore, *, project_id: str, agent_id: str, actor_kind: ActorKind | str = ActorKind.agent
+    ) -> None:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
+        #: what the activity log says wrote: an agent unless the dashboard says a person
+        self.actor_kind = c.enum_value(ActorKind, actor_kind, "actor_kind")
         store.ensure_schema(self.project_id, CORE_SCHEMA)
 
     # -- the parts of a write ----------------------------------------------
@@ -242,7 +247,18 @@ class DecisionTraces(DecisionReads):
         return queued, _counters.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
 
     def _activity(self, tx: Tx, action: str, target: str, summary: str, reason: str | None, at: str) -> None:
-        _review.log_activity(tx, self.project_id, self.agent_id, action, "decision", target, summary, reason, at)
+        _review.log_activity(
+            tx,
+            self.project_id,
+            self.agent_id,
+            action,
+            "decision",
+            target,
+            summary,
+            reason,
+            at,
+            actor_kind=self.actor_kind.value,
+        )
 
     # -- writes -----------------------------------------------------------
 

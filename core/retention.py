@@ -20,6 +20,7 @@ from ._schema import CORE_SCHEMA, DECISION_SCHEMA
 from .models.decision import ReviewReason
 from .models.retention import (
     ActivityEntry,
+    ActorKind,
     RetentionErrorCode,
     RetentionResult,
     TaskDeletionPreview,
@@ -38,12 +39,17 @@ def _reused() -> RetentionResult:
 
 
 class HistoryRetention:
-    """Redaction and deletion in one project, done by one person or agent."""
+    """Redaction and deletion in one project, done by one person or agent
+    (``actor_kind``: an agent unless the caller is a signed-in person's
+    dashboard)."""
 
-    def __init__(self, store: GraphStore, *, project_id: str, agent_id: str) -> None:
+    def __init__(
+        self, store: GraphStore, *, project_id: str, agent_id: str, actor_kind: ActorKind | str = ActorKind.agent
+    ) -> None:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
+        self.actor_kind = c.enum_value(ActorKind, actor_kind, "actor_kind")
         store.ensure_schema(self.project_id, CORE_SCHEMA)
 
     def redact_event(
@@ -109,6 +115,7 @@ class HistoryRetention:
                 label,
                 reason,
                 at,
+                actor_kind=self.actor_kind.value,
                 purge_slots=slot_ranges(shred),
             )
             result = RetentionResult(recorded=True, affected_decision_ids=flagged)
@@ -239,6 +246,7 @@ class HistoryRetention:
                 summary,
                 reason,
                 at,
+                actor_kind=self.actor_kind.value,
                 purge_slots=slot_ranges(slots),
             )
             result = RetentionResult(recorded=True, affected_decision_ids=plan["flagged"])
@@ -315,7 +323,8 @@ class ActivityLog:
             "AND ($at IS NULL OR a.at < $at OR (a.at = $at AND $id IS NOT NULL AND a.id > $id)) "
             "AND ($action IS NULL OR a.action = $action) "
             "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
-            "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.action AS action, a.target_kind AS target_kind, "
+            "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.actor_kind AS actor_kind, a.action AS action, "
+            "a.target_kind AS target_kind, "
             "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
             "a.purge AS disk_purge, a.purged_at AS disk_purged_at",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},

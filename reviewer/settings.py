@@ -8,6 +8,7 @@ given; the README's run command turns DEBUG on for local use.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -25,6 +26,19 @@ def env_bool(name: str, default: bool) -> bool:
     if value in ("0", "false", "no", "off"):
         return False
     raise ImproperlyConfigured(f"{name} must be 1 or 0 (true/false), not {raw!r}")
+
+
+def env_positive_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be a whole number of at least 1, not {raw!r}")
+    return value
 
 
 def env_list(name: str, default: str) -> list[str]:
@@ -57,6 +71,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials.apps.SimpleAppConfig",  # {% partialdef %}; the loader is set in TEMPLATES
     "ninja",  # the agents' JSON API (reviewer/api)
+    "axes",  # login throttling and lockout
     "reviewer",
 ]
 
@@ -72,6 +87,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "reviewer.middleware.StoreUnavailableMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
 ]
 
 ROOT_URLCONF = "reviewer.urls"
@@ -124,10 +140,25 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes): after REVIEWER_LOGIN_FAILURES failed logins
+# for one account, or from one address, that account or address is refused for
+# REVIEWER_LOGIN_COOLOFF minutes (the login page says so; a further failure
+# during the cool-off starts it again). Failures are logged (logger "axes")
+# and kept in the auth database; `manage.py axes_reset` lifts every lockout.
+# The address is REMOTE_ADDR: behind a reverse proxy that is the proxy's.
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",  # passwords
     "reviewer.oidc.OidcBackend",  # single sign-on; answers nothing unless REVIEWER_OIDC is set
 ]
+AXES_FAILURE_LIMIT = env_positive_int("REVIEWER_LOGIN_FAILURES", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("REVIEWER_LOGIN_COOLOFF", 15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and, separately, per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "reviewer.views.auth.locked_out"
+AXES_ENABLE_ADMIN = False
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)  # never a client-supplied header
+AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the account and address (never the password)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"

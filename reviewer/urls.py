@@ -1,7 +1,7 @@
 from django.urls import include, path
 
 from . import oidc
-from .views import activity, auth, decisions, documents, events, health, queue, tasks, tokens
+from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
 
 project = "p/<str:project>/"
 
@@ -32,6 +32,7 @@ urlpatterns = [
     path(project + "document/", documents.document, name="document"),
     path(project + "activity/", activity.activity, name="activity"),
     path(project + "tokens/", tokens.tokens, name="tokens"),
+    path(project + "people/", people.people, name="people"),
     path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
     path("api/v1/", include("reviewer.api.urls")),
 ]

@@ -7,7 +7,17 @@ from enum import Enum
 
 from ._base import Model
 
-__all__ = ["ActivityEntry", "RetentionErrorCode", "RetentionResult", "TaskDeletionPreview"]
+__all__ = ["ActivityEntry", "ActorKind", "RetentionErrorCode", "RetentionResult", "TaskDeletionPreview"]
+
+
+class ActorKind(str, Enum):
+    """Who wrote an activity entry: a signed-in ``person`` (the dashboard
+    says so), or an ``agent`` (a script, an API token, an import). Services
+    write as an agent unless told otherwise, so a script cannot appear as a
+    reviewer by taking a person's name as its agent id."""
+
+    person = "person"
+    agent = "agent"
 
 
 class RetentionErrorCode(str, Enum):
@@ -30,6 +40,8 @@ class ActivityEntry(Model):
     id: str
     at: datetime
     actor: str
+    #: person or agent; None for entries recorded before the kind was kept.
+    actor_kind: ActorKind | None = None
     action: str
     target_kind: str
     target_id: str

@@ -2,18 +2,41 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from .. import access
-from ..oidc import LoginView
+from ..oidc import LoginView, provider_name
 from ..store import check_store
 
 login = LoginView.as_view()
 logout = auth_views.LogoutView.as_view()
+log = logging.getLogger("reviewer.login")
+
+
+def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
+    """The login page, refusing: too many failed logins for this account or
+    from this address (django-axes calls this; 429 Too Many Requests)."""
+    minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
+    username = (request.POST.get("username") or "")[:150]
+    log.warning("login refused during a cool-off: account %r from %s", username, request.META.get("REMOTE_ADDR"))
+    form = AuthenticationForm(request, initial={"username": username})
+    message = (
+        f"Too many failed logins for this account or from this address. "
+        f"Logging in is paused for {minutes} minute{'s' if minutes != 1 else ''}; "
+        "each further attempt starts the pause again. Ask an administrator if you are locked out."
+    )
+    return render(
+        request, "reviewer/login.html", {"form": form, "locked": message, "sso_name": provider_name()}, status=429
+    )
 
 
 @require_GET

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
-from core.models import Decision
+from core.models import ActorKind, Decision
 from core.retention import ActivityLog, HistoryRetention
 from core.review_views import ReviewViews
 
@@ -46,7 +46,9 @@ class Project:
 
     @cached_property
     def traces(self) -> DecisionTraces:
-        return DecisionTraces(self.store, project_id=self.id, agent_id=self.agent)
+        # a signed-in person acts here: the activity log says so (an agent's
+        # services, the API's and the library's, write as an agent)
+        return DecisionTraces(self.store, project_id=self.id, agent_id=self.agent, actor_kind=ActorKind.person)
 
     @cached_property
     def graph(self) -> Graph:
@@ -54,7 +56,7 @@ class Project:
 
     @cached_property
     def retention(self) -> HistoryRetention:
-        return HistoryRetention(self.store, project_id=self.id, agent_id=self.agent)
+        return HistoryRetention(self.store, project_id=self.id, agent_id=self.agent, actor_kind=ActorKind.person)
 
     @cached_property
     def views(self) -> ReviewViews:

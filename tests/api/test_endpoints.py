@@ -8,6 +8,7 @@ from typing import Any
 
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
+from core.models import ActorKind
 from core.retention import ActivityLog
 
 from .conftest import Api
@@ -163,8 +164,9 @@ def test_documents_evidence_decisions_and_review_round_trip(api: Api) -> None:
     assert rejected["decision"]["rejected_by"] == "sweeper"
     reaffirmed = ok(api.call("POST", f"decisions/{new['decision']['id']}/reaffirm", {}))
     assert reaffirmed["recorded"]
-    actors = {(e.actor, e.action) for e in ActivityLog(api.store, project_id=api.project).list()}
-    assert ("sweeper", "reject") in actors
+    actors = {(e.actor, e.action, e.actor_kind) for e in ActivityLog(api.store, project_id=api.project).list()}
+    assert ("sweeper", "reject", ActorKind.agent) in actors  # a token is an agent, never a person
+    assert all(kind is ActorKind.agent for _, _, kind in actors)
     deleted = ok(api.call("DELETE", "documents", key="adr"))
     assert deleted["recorded"]
     traces = DecisionTraces(api.store, project_id=api.project, agent_id="reader")

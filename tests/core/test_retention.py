@@ -95,7 +95,9 @@ def test_activity_pages_neither_skip_nor_repeat_entries_written_in_one_instant(w
     def work(tx: Any) -> None:
         tx.read("RETURN 1 AS one", {})
         for n in range(7):
-            _review.log_activity(tx, world.project_id, "stan", "redact", "event", f"e{n}", f"entry {n}", None, at)
+            _review.log_activity(
+                tx, world.project_id, "stan", "redact", "event", f"e{n}", f"entry {n}", None, at, actor_kind="person"
+            )
 
     world.store.transact(world.project_id, work)
     log = ActivityLog(world.store, project_id=world.project_id)

@@ -4,6 +4,7 @@ another, existing grants kept their role when roles moved onto grants, and
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -137,3 +138,87 @@ def test_the_migration_gives_each_grant_its_persons_highest_group_role() -> None
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
     assert set(User.objects.get(username="mig-s").groups.values_list("name", flat=True)) >= {"steward"}
+
+
+def test_the_activity_page_tells_a_person_from_an_agent_with_the_same_name(story: Story, as_: Any) -> None:
+    import re
+
+    from core.decisions import DecisionTraces
+
+    # rita reviews in the dashboard; a script calls itself "rita" through the library
+    response = as_("reviewer").post(
+        f"/p/{story.project}/decisions/{story.moved}/reaffirm", {"request_id": "p1", "explanation": "checked"}
+    )
+    assert response.status_code == 302
+    script = DecisionTraces(get_store(), project_id=story.project, agent_id="rita")
+    assert script.reject_decision(story.xss, reason="scripted").recorded
+    page = as_("viewer").get(f"/p/{story.project}/activity/").content.decode()
+    rows = re.findall(r"<tr>(.*?)</tr>", page, re.S)
+    kinds = {}
+    for row in rows:
+        action = re.search(r'data-label="What">\s*(\w+)', row)
+        badge = re.search(r'class="badge actor-(\w+)"', row)
+        if action and badge:
+            kinds[action.group(1).lower()] = badge.group(1)
+    assert kinds == {"reaffirm": "person", "reject": "agent"}
+
+
+def test_a_steward_sees_who_holds_which_role_here_and_only_here(story: Story, people: Any, as_: Any) -> None:
+    ProjectGrant.objects.create(user=people["outsider"], project_id="elsewhere-2", role="viewer")
+    make_user('<b id="x">eve</b>', "reviewer", [story.project])
+    make_user("boss", None, [], staff=True)
+    page = as_("steward").get(f"/p/{story.project}/").content.decode()
+    assert f'href="/p/{story.project}/people/"' in page  # in the project nav
+    response = as_("steward").get(f"/p/{story.project}/people/")
+    body = response.content.decode()
+    assert response.status_code == 200 and response["Cache-Control"].startswith("max-age=0")
+    rows = dict(
+        re.findall(
+            r'data-label="Person">([^<]+?)(?: <span[^>]*>[^<]*</span>)*</td>\s*<td data-label="Role">'
+            r'<span class="badge role-\w+">(\w+)</span>',
+            body,
+        )
+    )
+    assert rows == {
+        "vera": "viewer",
+        "rita": "reviewer",
+        "stan": "steward",
+        "&lt;b id=&quot;x&quot;&gt;eve&lt;/b&gt;": "reviewer",
+    }
+    assert "otto" not in body  # steward elsewhere, not here
+    assert '<b id="x">' not in body
+    assert "Staff, stewards in every project:\n    boss." in body
+    for role in ("viewer", "reviewer"):
+        assert as_(role).get(f"/p/{story.project}/people/").status_code == 403
+        assert f"/p/{story.project}/people/" not in as_(role).get(f"/p/{story.project}/").content.decode()
+    assert as_("outsider").get(f"/p/{story.project}/people/").status_code == 404
+
+
+def test_a_steward_changes_roles_here_but_not_their_own_nor_adds_strangers(story: Story, people: Any, as_: Any) -> None:
+    client = as_("steward")
+    url = f"/p/{story.project}/people/"
+    assert client.post(url, {"username": "vera", "role": "reviewer"}).status_code == 302
+    assert access.role_of(User.objects.get(username="vera"), story.project) == "reviewer"
+    assert client.post(url, {"username": "rita", "remove": "on"}).status_code == 302
+    assert access.role_of(User.objects.get(username="rita"), story.project) is None
+    refused = client.post(url, {"username": "stan", "role": "viewer"})
+    assert refused.status_code == 400 and "cannot change your own role" in refused.content.decode()
+    stranger = client.post(url, {"username": "otto", "role": "steward"})  # exists, steward elsewhere
+    assert stranger.status_code == 400 and "not in this project" in stranger.content.decode()
+    assert client.post(url, {"username": "vera", "role": "owner"}).status_code == 400
+    assert client.post(url, {"username": "vera"}).status_code == 400
+    assert access.roles_of(User.objects.get(username="otto")) == {"elsewhere": "steward"}
+    assert access.role_of(User.objects.get(username="stan"), story.project) == "steward"
+    assert access.role_of(User.objects.get(username="vera"), story.project) == "reviewer"
+    # a reviewer cannot change anything, even with a hand-made form
+    assert as_("reviewer").post(url, {"username": "vera", "role": "steward"}).status_code in (403, 404)
+    assert access.role_of(User.objects.get(username="vera"), story.project) == "reviewer"
+
+
+def test_staff_add_people_to_a_project(story: Story, people: Any) -> None:
+    boss = _client(make_user("boss", None, [], staff=True))
+    url = f"/p/{story.project}/people/"
+    assert boss.post(url, {"username": "otto", "role": "reviewer"}).status_code == 302
+    assert access.roles_of(User.objects.get(username="otto")) == {"elsewhere": "steward", story.project: "reviewer"}
+    assert boss.post(url, {"username": "nobody-here", "role": "viewer"}).status_code == 400
+    assert not User.objects.filter(username="nobody-here").exists()
