@@ -145,7 +145,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # REVIEWER_LOGIN_COOLOFF minutes (the login page says so; a further failure
 # during the cool-off starts it again). Failures are logged (logger "axes")
 # and kept in the auth database; `manage.py axes_reset` lifts every lockout.
-# The address is REMOTE_ADDR: behind a reverse proxy that is the proxy's.
+# The address is REMOTE_ADDR; with DJANGO_BEHIND_PROXY=1 it is the last
+# X-Forwarded-For entry, the one the proxy itself appended (earlier entries are
+# the client's to invent).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",  # passwords
@@ -157,7 +159,8 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and, separat
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "reviewer.views.auth.locked_out"
 AXES_ENABLE_ADMIN = False
-AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)  # never a client-supplied header
+AXES_CLIENT_IP_CALLABLE = "reviewer.views.auth.client_address"
+REVIEWER_TRUST_FORWARDED_FOR = env_bool("DJANGO_BEHIND_PROXY", False)
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the account and address (never the password)
 
 LOGIN_URL = "login"

@@ -22,12 +22,23 @@ logout = auth_views.LogoutView.as_view()
 log = logging.getLogger("reviewer.login")
 
 
+def client_address(request: HttpRequest) -> str | None:
+    """The address login failures are counted against: the connection's, or
+    behind a proxy (``DJANGO_BEHIND_PROXY``) the last X-Forwarded-For entry,
+    which the proxy appended (the ones before it are the client's to invent)."""
+    if settings.REVIEWER_TRUST_FORWARDED_FOR:
+        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
+        if forwarded:
+            return forwarded[-1][:64]
+    return request.META.get("REMOTE_ADDR")
+
+
 def locked_out(request: HttpRequest, response: HttpResponse | None = None, credentials: Any = None) -> HttpResponse:
     """The login page, refusing: too many failed logins for this account or
     from this address (django-axes calls this; 429 Too Many Requests)."""
     minutes = int(settings.AXES_COOLOFF_TIME.total_seconds() // 60)
     username = (request.POST.get("username") or "")[:150]
-    log.warning("login refused during a cool-off: account %r from %s", username, request.META.get("REMOTE_ADDR"))
+    log.warning("login refused during a cool-off: account %r from %s", username, client_address(request))
     form = AuthenticationForm(request, initial={"username": username})
     message = (
         f"Too many failed logins for this account or from this address. "

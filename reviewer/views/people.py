@@ -87,7 +87,7 @@ def _change(request: HttpRequest, project: str, form: GrantForm) -> str | None:
         return f"{username} is staff, a steward in every project; a grant here changes nothing."
     if remove:
         access.revoke(person, project)
-        messages.success(request, f"{username} was removed from this project.")
+        messages.success(request, f"{username} was removed from this project; only an administrator can add them back.")
     else:
         access.grant(person, project, role)
         messages.success(request, f"{username} is now {role} in this project.")

@@ -346,7 +346,21 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
             ),
         ],
         "revoke_token": [("POST", f"tokens/{_hostile_token(h).pk}/revoke", {}, True, False, ("revokedname",))],
+        "people": [
+            ("GET", "people/", {}, False, False, (_hostile_person(h),)),
+            ("POST", "people/", {"username": hostile("typedperson"), "role": "viewer"}, False, False, ("typedperson",)),
+        ],
     }
+
+
+def _hostile_person(h: Hostile) -> str:
+    """A person with a hostile name and a role in the project; the label."""
+    from django.contrib.auth.models import User
+
+    name = hostile("personname")[:150]
+    if not User.objects.filter(username=name).exists():
+        make_user(name, "reviewer", [h.project])
+    return "personname"
 
 
 def _hostile_token(h: Hostile) -> ApiToken:
@@ -385,6 +399,7 @@ ROUTES = sorted(
         "activity",
         "tokens",
         "revoke_token",
+        "people",
     ]
 )
 

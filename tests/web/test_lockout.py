@@ -98,3 +98,24 @@ def test_a_success_clears_earlier_failures(lena: object) -> None:
     for _ in range(settings.AXES_FAILURE_LIMIT - 1):
         assert _login(client, "lena", "wrong").status_code == 200
     assert _login(client, "lena", PASSWORD).status_code == 302
+
+
+def test_behind_a_proxy_the_address_is_the_one_the_proxy_appended(lena: object, settings: object) -> None:
+    settings.REVIEWER_TRUST_FORWARDED_FOR = True  # type: ignore[attr-defined]
+    for n in range(settings.AXES_FAILURE_LIMIT):  # type: ignore[attr-defined]
+        # the client invents a new first entry each time; the proxy's entry is the same
+        Client().post(
+            "/login/",
+            {"username": f"guess-{n}", "password": "wrong"},
+            REMOTE_ADDR="127.0.0.1",
+            HTTP_X_FORWARDED_FOR=f"10.7.7.{n}, 203.0.113.5",
+        )
+    headers = {"REMOTE_ADDR": "127.0.0.1"}
+    locked = Client().post(
+        "/login/", {"username": "lena", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="203.0.113.5", **headers
+    )
+    assert locked.status_code == 429
+    other = Client().post(
+        "/login/", {"username": "lena", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="203.0.113.6", **headers
+    )
+    assert other.status_code == 302  # another client behind the same proxy is not locked out

@@ -21,7 +21,7 @@ from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import ActivityLog
 from reviewer.api.tokens import create_token
-from reviewer.models import ApiToken
+from reviewer.models import ApiToken, ProjectGrant
 from reviewer.store import get_store
 
 from .conftest import PASSWORD, Story
@@ -60,6 +60,7 @@ ACTIONS = {
     "delete_task": "steward",
     "tokens": "steward",
     "revoke_token": "steward",
+    "people": "steward",
 }
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
@@ -115,6 +116,8 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
         }
     if name == "tokens":
         return reverse(name, kwargs=project), {"name": "sweep bot", "agent_id": "sweep-bot", "role": "agent"}
+    if name == "people":
+        return reverse(name, kwargs=project), {"username": "vera", "role": "reviewer"}
     if name == "revoke_token":
         return reverse(name, kwargs={**project, "token_id": _token(story).pk}), {}
     return reverse(name, kwargs=project), {}
@@ -143,7 +146,11 @@ def state(story: Story) -> tuple[Any, ...]:
     for did in (story.moved, story.changed, story.clear, story.xss):
         d = traces.get_decision(did).decision
         decisions.append(None if d is None else (d.status, d.review_state, d.revision))
+    grants = tuple(
+        ProjectGrant.objects.filter(project_id=story.project).values_list("user__username", "role").order_by("id")
+    )
     return (
+        grants,
         tuple(decisions),
         history.fetch_event("choose-db", 1).event.redacted_at,
         history.get_task("on-call").found,
@@ -174,7 +181,13 @@ def test_every_action_with_a_lower_role_is_403_and_changes_nothing(story: Story,
         client = as_(role)
         assert client.post(url, data).status_code == 403, (name, role)
         assert client.post(url, data, HTTP_HX_REQUEST="true").status_code == 403, (name, role)
-        if name in ("redact", "delete_task", "tokens", "group"):  # their confirmation pages are for the same role
+        if name in (
+            "redact",
+            "delete_task",
+            "tokens",
+            "group",
+            "people",
+        ):  # their confirmation pages are for the same role
             assert client.get(url, {"event_id": story.event_id, "name": "on-call", "cause": "x"}).status_code == 403
     assert state(story) == before
 
