@@ -52,6 +52,17 @@ class ProviderUnavailable(Exception):
     """The provider's discovery document could not be read or does not fit."""
 
 
+class Refused(Exception):
+    """The provider vouched for this person, but none of their groups is mapped
+    to a role. Not a failed login: it goes past django.contrib.auth.authenticate
+    (whose failure signal django-axes counts towards a lockout of the address)
+    to the callback view, which says so."""
+
+    def __init__(self, name: str, groups: list[str]) -> None:
+        super().__init__(f"{name}: no group of {groups!r} is mapped to a project role")
+        self.name, self.groups = name, groups
+
+
 def config() -> dict[str, Any] | None:
     return getattr(settings, "REVIEWER_OIDC", None)
 
@@ -200,20 +211,20 @@ class OidcBackend(OIDCAuthenticationBackend):
         groups = groups_of(claims, cfg["groups_claim"])
         roles = roles_from_groups(groups, cfg["group_roles"])
         name = str(claims.get("preferred_username") or claims.get("email") or subject)
+        if not roles:
+            identity = OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+            if identity is not None:
+                sync_grants(identity.user, {})  # what their groups gave before is gone
+            log.warning(
+                "single sign-on refused %s (%s at %s): no group of %r is mapped to a project role",
+                name,
+                subject,
+                issuer,
+                groups,
+            )
+            raise Refused(name, groups)
         with transaction.atomic():
             identity = OidcIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
-            if not roles:
-                if identity is not None:
-                    sync_grants(identity.user, {})
-                log.warning(
-                    "single sign-on refused %s (%s at %s): no group of %r is mapped to a project role",
-                    name,
-                    subject,
-                    issuer,
-                    groups,
-                )
-                self.request.oidc_refusal = {"name": name, "groups": groups}  # type: ignore[union-attr]
-                return None
             if identity is None:
                 user = self.UserModel(username=self._free_username(name), email=str(claims.get("email") or ""))
                 user.set_unusable_password()
@@ -282,6 +293,16 @@ class OidcCallback(OIDCAuthenticationCallbackView):
             raise Http404("single sign-on is not configured")
         try:
             return super().get(request)
+        except Refused as exc:
+            if request.user.is_authenticated:
+                auth.logout(request)
+            return _problem(
+                request,
+                403,
+                "No access to Reviewer",
+                "none of your groups at the identity provider gives a role in a Reviewer project.",
+                refused={"name": exc.name, "groups": exc.groups},
+            )
         except SuspiciousOperation as exc:
             log.warning("single sign-on: a callback was refused: %s", exc)
             return self._failed(400)
@@ -312,17 +333,6 @@ class OidcCallback(OIDCAuthenticationCallbackView):
         )
 
     def login_failure(self) -> HttpResponse:
-        refusal = getattr(self.request, "oidc_refusal", None)
-        if refusal is not None:
-            if self.request.user.is_authenticated:
-                auth.logout(self.request)
-            return _problem(
-                self.request,
-                403,
-                "No access to Reviewer",
-                "none of your groups at the identity provider gives a role in a Reviewer project.",
-                refused=refusal,
-            )
         error = self.request.GET.get("error")
         if error:
             return _problem(

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from django.test import Client
@@ -168,6 +169,7 @@ def test_the_sign_in_flow_in_the_browser_gives_the_mapped_roles_and_refuses_unma
     assert "No access to Reviewer" in page.content()
     assert "contractors" in page.locator("#sso-problem").inner_text()
     assert not User.objects.filter(username="bob").exists()
+    assert not AccessAttempt.objects.exists()  # a refusal is not a failed login: no lockout of the address
     assert page.goto(f"{base}/p/{story.project}/").url.startswith(f"{base}/login/")  # not signed in
     page.context.close()
 
