@@ -162,6 +162,11 @@ def test_the_sign_in_flow_in_the_browser_gives_the_mapped_roles_and_refuses_unma
     assert 3500 < session["expires"] - time.time() <= 3600  # a bounded session: roles are re-read at next sign-in
     shot(page, "sso-signed-in")
     page.context.close()
+    # a steward of the project sees her on the People page, marked as managed by single sign-on
+    steward = Client()
+    steward.force_login(User.objects.create_user("stan-sso", is_staff=True))
+    people_page = steward.get(f"/p/{story.project}/people/").content.decode()
+    assert "alice-2" in people_page and "(single sign-on)" in people_page
 
     # bob's groups map to nothing: a clear refusal, and no session
     page = sign_in_with_sso(browser, live_server, "bob")
