@@ -32,8 +32,8 @@ from reviewer.models import OidcIdentity, ProjectGrant
 from reviewer.settings import oidc_group_roles
 from reviewer.store import get_store
 
-from .conftest import Story
-from .test_browser import browser, shot  # noqa: F401  (the module's Chromium)
+from .conftest import Story, make_user
+from .test_browser import browser, login, shot  # noqa: F401  (the module's Chromium)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID, CLIENT_SECRET = "reviewer-dashboard", "a-client-secret-for-the-tests-only"
@@ -215,6 +215,15 @@ def test_screenshots_of_the_sso_pages(
         page = sign_in_with_sso(browser, live_server, "bob", width=width)
         shot(page, f"sso-refused-{width}")
         page.context.close()
+    sign_in_with_sso(browser, live_server, "alice").context.close()
+    make_user("stan-shot", None, [], staff=True)
+    page = login(browser, live_server, "stan-shot")
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{live_server.url}/p/{story.project}/people/")
+        assert page.locator(".sso-managed").count() == 1
+        shot(page, f"people-sso-{width}")
+    page.context.close()
 
 
 def test_a_callback_with_a_forged_state_is_refused_cleanly(db: None, settings: Any) -> None:
