@@ -237,6 +237,9 @@ def test_a_callback_with_a_forged_state_is_refused_cleanly(db: None, settings: A
     assert "Sign-in did not complete" in response.content.decode()
     response = client.get("/oidc/callback/", {"error": "access_denied", "state": "x"})
     assert response.status_code == 403 and "access_denied" in response.content.decode()
+    response = client.get("/oidc/callback/", {"error": "<script>alert(1)</script>", "state": "x"})
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.content.decode()
+    assert "<script>alert(1)" not in response.content.decode()
 
 
 def test_an_unreachable_provider_gets_a_clear_page(db: None, settings: Any) -> None:
