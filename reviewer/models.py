@@ -56,3 +56,19 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.agent_id}) → {self.project_id}"
+
+
+class OidcIdentity(models.Model):
+    """A person who signs in with single sign-on (reviewer.oidc): the provider's
+    (issuer, subject) pair, never matched to a password account by name or
+    email. Their grants are written from the provider's groups at each sign-in."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity")
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="one_user_per_oidc_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.user} = {self.subject} at {self.issuer}"

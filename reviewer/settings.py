@@ -166,7 +166,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # the client's to invent).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "django.contrib.auth.backends.ModelBackend",  # passwords
+    "reviewer.oidc.OidcBackend",  # single sign-on; answers nothing unless REVIEWER_OIDC is set
 ]
 AXES_FAILURE_LIMIT = env_positive_int("REVIEWER_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("REVIEWER_LOGIN_COOLOFF", 15))
@@ -229,6 +230,79 @@ if not DEBUG:
 REVIEWER_API_RATE = int(os.environ.get("REVIEWER_API_RATE", "12000"))
 REVIEWER_API_MAX_BODY = int(os.environ.get("REVIEWER_API_MAX_BODY", str(2 * 1024 * 1024)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(REVIEWER_API_MAX_BODY + 1024, 2621440)
+
+
+def env_seconds(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 60:
+        raise ImproperlyConfigured(f"{name} must be a whole number of seconds, at least 60, not {raw!r}")
+    return int(raw)
+
+
+def oidc_group_roles(raw: str) -> dict[str, dict[str, str]]:
+    """``group=project:role,...`` → {group: {project: role}}. A group may give
+    roles in several projects (name it once per project); a project id may
+    hold ``:`` (the role is after the last one), not ``,`` or ``=``."""
+    mapping: dict[str, dict[str, str]] = {}
+    for item in raw.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        group, sep, grant = item.partition("=")
+        project, colon, role = grant.rpartition(":")
+        group, project, role = group.strip(), project.strip(), role.strip()
+        if not sep or not colon or not group or not project or role not in ("viewer", "reviewer", "steward"):
+            raise ImproperlyConfigured(
+                f"REVIEWER_OIDC_GROUP_ROLES: {item!r} is not group=project:role (role one of viewer, reviewer, steward)"
+            )
+        if project in mapping.get(group, {}):
+            raise ImproperlyConfigured(f"REVIEWER_OIDC_GROUP_ROLES names {group}={project} twice")
+        mapping.setdefault(group, {})[project] = role
+    return mapping
+
+
+def oidc_settings() -> dict[str, object] | None:
+    """Single sign-on (reviewer/oidc.py), on when a client id is set. Endpoints
+    come from the issuer's discovery document unless given one by one."""
+    client_id = os.environ.get("REVIEWER_OIDC_CLIENT_ID", "").strip()
+    if not client_id:
+        return None
+    issuer = os.environ.get("REVIEWER_OIDC_ISSUER", "").strip().rstrip("/")
+    endpoints = {
+        name: os.environ.get(f"REVIEWER_OIDC_{name.upper()}", "").strip()
+        for name in ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
+    }
+    if not issuer and not all(endpoints.values()):
+        raise ImproperlyConfigured(
+            "REVIEWER_OIDC_CLIENT_ID is set: set REVIEWER_OIDC_ISSUER (endpoints from its discovery document) "
+            "or all of REVIEWER_OIDC_AUTHORIZATION_ENDPOINT, _TOKEN_ENDPOINT, _USERINFO_ENDPOINT and _JWKS_URI"
+        )
+    secret = os.environ.get("REVIEWER_OIDC_CLIENT_SECRET", "")
+    if not secret:
+        raise ImproperlyConfigured("REVIEWER_OIDC_CLIENT_ID is set but REVIEWER_OIDC_CLIENT_SECRET is not")
+    group_roles = oidc_group_roles(os.environ.get("REVIEWER_OIDC_GROUP_ROLES", ""))
+    if not group_roles:
+        raise ImproperlyConfigured(
+            "REVIEWER_OIDC_GROUP_ROLES is empty: nobody could sign in (set it to group=project:role,...)"
+        )
+    return {
+        "issuer": issuer,
+        "client_id": client_id,
+        "client_secret": secret,
+        **endpoints,
+        "provider_name": os.environ.get("REVIEWER_OIDC_PROVIDER_NAME", "").strip() or "single sign-on",
+        "scopes": os.environ.get("REVIEWER_OIDC_SCOPES", "").strip() or "openid email profile",
+        "groups_claim": os.environ.get("REVIEWER_OIDC_GROUPS_CLAIM", "").strip() or "groups",
+        "sign_algo": os.environ.get("REVIEWER_OIDC_SIGN_ALGO", "").strip() or "RS256",
+        "group_roles": group_roles,
+        # how long a single sign-on session lasts: then the person signs in again and their roles are re-read
+        "session_seconds": env_seconds("REVIEWER_OIDC_SESSION_SECONDS", 8 * 3600),
+    }
+
+
+REVIEWER_OIDC = oidc_settings()
 
 LOGGING = {
     "version": 1,

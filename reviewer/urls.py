@@ -1,5 +1,6 @@
 from django.urls import include, path
 
+from . import oidc
 from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
 
 project = "p/<str:project>/"
@@ -9,6 +10,9 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("login/", auth.login, name="login"),
     path("logout/", auth.logout, name="logout"),
+    # single sign-on (reviewer/oidc.py); 404 unless REVIEWER_OIDC_CLIENT_ID is set
+    path("oidc/login/", oidc.OidcStart.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.OidcCallback.as_view(), name="oidc_authentication_callback"),
     path(project, queue.overview, name="overview"),
     path(project + "review/", queue.queue, name="queue"),
     path(project + "review/sweep", queue.sweep, name="sweep"),

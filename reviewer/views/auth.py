@@ -14,9 +14,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from .. import access
+from ..oidc import LoginView, provider_name
 from ..store import check_store
 
-login = auth_views.LoginView.as_view(template_name="reviewer/login.html")
+login = LoginView.as_view()
 logout = auth_views.LogoutView.as_view()
 log = logging.getLogger("reviewer.login")
 
@@ -44,7 +45,9 @@ def locked_out(request: HttpRequest, response: HttpResponse | None = None, crede
         f"Logging in is paused for {minutes} minute{'s' if minutes != 1 else ''}; "
         "each further attempt starts the pause again. Ask an administrator if you are locked out."
     )
-    return render(request, "reviewer/login.html", {"form": form, "locked": message}, status=429)
+    return render(
+        request, "reviewer/login.html", {"form": form, "locked": message, "sso_name": provider_name()}, status=429
+    )
 
 
 @require_GET

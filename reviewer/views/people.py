@@ -55,7 +55,7 @@ def people(request: HttpRequest, project: str) -> HttpResponse:
         form.add_error(None, refusal)
     grants = (
         ProjectGrant.objects.filter(project_id=project, user__is_staff=False, user__is_superuser=False)
-        .select_related("user")
+        .select_related("user", "user__oidc_identity")  # single sign-on people are marked
         .order_by("user__username")
     )
     context = {

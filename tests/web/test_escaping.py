@@ -178,6 +178,11 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
             ),
         ],
         "logout": [("POST", "/logout/", {}, True, False, ())],
+        # single sign-on is off here (404); test_oidc.py checks its pages escape what the provider sends back
+        "oidc_authentication_init": [("GET", "/oidc/login/", {"next": hostile("ssonext")}, False, False, ())],
+        "oidc_authentication_callback": [
+            ("GET", "/oidc/callback/", {"error": hostile("ssoerror"), "state": "x"}, False, False, ())
+        ],
         "overview": [("GET", "", {}, False, False, ("dockey", "redactreason", "deletereason", "doomedtask"))],
         "queue": [
             ("GET", "review/", {}, False, True, ("conclusion", "depconclusion", "task", "othertask")),
@@ -379,6 +384,8 @@ ROUTES = sorted(
         "healthz",
         "login",
         "logout",
+        "oidc_authentication_init",
+        "oidc_authentication_callback",
         "overview",
         "queue",
         "sweep",
@@ -420,7 +427,7 @@ def _responses(client: Client, h: Hostile, visit: Visit) -> Iterator[tuple[str, 
 @pytest.mark.parametrize("route", ROUTES)
 def test_every_route_shows_agent_text_only_escaped(evil: Hostile, steward: Client, route: str) -> None:
     for visit in visits(evil)[route]:
-        client = Client() if route in ("login",) else steward
+        client = Client() if route in ("login", "oidc_authentication_init", "oidc_authentication_callback") else steward
         for where, response in _responses(client, evil, visit):
             assert response.status_code < 500, where
             body = response.content.decode()

@@ -28,12 +28,15 @@ from .conftest import PASSWORD, Story
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Pages anyone may read once logged in (login/logout/healthz need no login).
+# Pages anyone may read once logged in (login/logout/healthz and the single
+# sign-on start and callback, tests/web/test_oidc.py, need no login).
 PAGES = {
     "home",
     "healthz",
     "login",
     "logout",
+    "oidc_authentication_init",
+    "oidc_authentication_callback",
     "overview",
     "queue",
     "decision",
