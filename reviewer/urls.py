@@ -1,8 +1,11 @@
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
+from .converters import ProjectIdConverter
 from .views import activity, auth, decisions, documents, events, health, queue, tasks, tokens
 
-project = "p/<str:project>/"
+register_converter(ProjectIdConverter, "project")
+
+project = "p/<project:project>/"
 
 urlpatterns = [
     path("", auth.home, name="home"),

@@ -260,7 +260,7 @@ def _after_action(
         messages.info(request, "That was the last decision of this group.")
         return _go(request, reverse("queue", kwargs={"project": p.id}))
     back = _param(request.POST, "next")
-    if back.startswith(f"/p/{p.id}/") and "//" not in back and not request.htmx:
+    if back.startswith(reverse("overview", kwargs={"project": p.id})) and "//" not in back and not request.htmx:
         return redirect(back)
     return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(d.id)}))
 

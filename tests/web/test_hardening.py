@@ -1,21 +1,31 @@
 """Hardening of the dashboard (issue 16): pages for signed-in people are not
-cached, and a redacted event's hash is a steward's to see."""
+cached, a redacted event's hash is a steward's to see, and a project id of
+any text is reachable on every page."""
 
 from __future__ import annotations
 
+import html
+import re
+import urllib.parse
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpResponse
-from django.test import RequestFactory
-from django.urls import reverse
+from django.test import Client, RequestFactory
+from django.urls import resolve, reverse
+from django.utils.html import escape
 
+from core.decisions import DecisionTraces
 from core.history import ConversationHistory
+from core.knowledge import Graph
 from core.retention import HistoryRetention
 from reviewer.middleware import NoStoreForSignedInMiddleware
-from reviewer.store import get_store
+from reviewer.store import get_store, reset_store
 
-from .conftest import Story
+from .conftest import Story, make_user
 
 # -- Cache-Control: no-store on every page a signed-in person sees -------------------
 
@@ -97,3 +107,95 @@ def test_a_redacted_events_hash_is_shown_to_stewards_only(story: Story, as_: Any
     activity = as_("viewer").get(reverse("activity", kwargs={"project": story.project}))
     for response in (decision, activity):
         assert response.status_code == 200 and secret_hash not in response.content.decode()
+
+
+# -- project ids of any text ---------------------------------------------------------
+
+ODD_IDS = [
+    "a/b",
+    "what?x=1",
+    "hash#frag",
+    "with space",
+    "50%",
+    "%2F%",
+    "<script>alert(1)</script>",
+    "проект/名前",
+    "..",
+    "back\\slash",
+]
+
+
+@pytest.fixture(params=ODD_IDS)
+def odd(request: Any, db: None) -> Iterator[tuple[str, str]]:
+    """A project named with ``request.param``: a task, a document, a decision
+    its change flagged."""
+    project = request.param
+    store = get_store()
+    history = ConversationHistory(store, project_id=project, agent_id="planner")
+    graph = Graph(store, project_id=project, agent_id="ingest")
+    traces = DecisionTraces(store, project_id=project, agent_id="planner")
+    history.create_task("choose-db", goal="Choose")
+    history.record_event("choose-db", kind="message", role="user", payload="Which DB?")
+    graph.add("adr", "Orders stay on Postgres.")
+    evidence = graph.span_evidence_id("adr", 0, 24)
+    d = traces.record_decision(
+        "choose-db",
+        choice_key="orders-db",
+        conclusion="Postgres",
+        rationale="ADR",
+        supports=[{"kind": "document", "evidence_id": evidence}],
+        fetched=[graph.fetch(evidence)],
+    ).decision
+    graph.update("adr", "Preface. Orders stay on Postgres.")
+    plain = "plain-" + uuid.uuid4().hex[:8]  # a second project: the home page lists both
+    ConversationHistory(store, project_id=plain, agent_id="planner").create_task("t", goal="g")
+    yield project, str(d.id)
+    get_store().drop_project(project)
+    get_store().drop_project(plain)
+    reset_store()
+
+
+def _links(body: str) -> set[str]:
+    return {html.unescape(h) for h in re.findall(r'href="(/p/[^"]+)"', body)}
+
+
+def test_a_project_id_of_any_text_is_reachable_on_every_page(odd: tuple[str, str]) -> None:
+    project, decision = odd
+    staff = Client()
+    staff.force_login(make_user("root", "steward", [project, "other-project"], staff=True))
+    home = staff.get("/")
+    assert home.status_code == 200  # was a NoReverseMatch (500) for an id such as a/b
+    body = home.content.decode()
+    assert escape(project) in body and "<script>alert" not in body
+    overview = reverse("overview", kwargs={"project": project})
+    assert f'href="{overview}"' in body
+    seen, todo = set(), {overview, reverse("decision", kwargs={"project": project, "decision_id": decision})}
+    while todo:  # every project page a link reaches, and the links on those
+        url = todo.pop()
+        seen.add(url)
+        response = staff.get(url)
+        assert response.status_code == 200, url
+        page = response.content.decode()
+        assert escape(project) in page and "<script>alert" not in page, url  # this project's page, its id escaped
+        todo |= {u for u in _links(page) if u not in seen and "/redact" not in u}
+    assert any("/decisions/" in u for u in seen) and any("/events/" in u for u in seen), seen
+    # an action, and the way back to the page it came from
+    queue = reverse("queue", kwargs={"project": project})
+    done = staff.post(
+        reverse("reject", kwargs={"project": project, "decision_id": decision}),
+        {"reason": "wrong", "request_id": "odd-reject", "next": queue},
+    )
+    assert done.status_code == 302 and done["Location"] == queue
+    assert DecisionTraces(get_store(), project_id=project, agent_id="t").get_decision(
+        decision
+    ).decision.status.value == ("rejected")
+
+
+def test_the_project_converter_round_trips_any_text() -> None:
+    for project in [*ODD_IDS, "acme", "%", "%%25", ".", "...", "a.b", "\u202e"]:
+        url = reverse("queue", kwargs={"project": project})
+        assert url.count("/") == 4, url  # p/<one segment>/review/
+        path = urllib.parse.unquote(url)  # as a WSGI server hands the path over
+        match = resolve(path)
+        assert match.url_name == "queue" and match.kwargs["project"] == project, (project, url)
+    assert reverse("queue", kwargs={"project": "acme"}) == "/p/acme/review/"  # plain ids read as before
