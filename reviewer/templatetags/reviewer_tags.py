@@ -25,6 +25,14 @@ def reason(value: object) -> str:
 
 
 @register.filter
+def sentence(value: object) -> str:
+    """``value`` ended with a full stop, unless it already ends a sentence
+    (a flag's words often end with the document's own period: “a day.”)."""
+    text = str(value or "").rstrip()
+    return text if not text or text.endswith((".", "!", "?", "…")) else text + "."
+
+
+@register.filter
 def support_ref(value: object) -> str:
     return presenters.support_ref(value)
 
