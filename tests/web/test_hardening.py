@@ -9,6 +9,7 @@ import re
 import urllib.parse
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -199,3 +200,44 @@ def test_the_project_converter_round_trips_any_text() -> None:
         match = resolve(path)
         assert match.url_name == "queue" and match.kwargs["project"] == project, (project, url)
     assert reverse("queue", kwargs={"project": "acme"}) == "/p/acme/review/"  # plain ids read as before
+
+
+# -- bidi, zero-width and control characters in agent text ---------------------------
+
+BIDI = [chr(c) for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]]
+ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\ufeff", "\u00ad", "\u061c"]
+CONTROL = ["\x00", "\x07", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"]
+
+
+def test_every_reordering_or_hidden_character_is_shown_as_its_code() -> None:
+    from reviewer.visible import agent_html, raw_marked_html, visible_text
+
+    for ch in BIDI + ZERO_WIDTH + CONTROL:
+        code = f"⟨U+{ord(ch):04X}⟩"
+        assert agent_html(f"a{ch}b") == f"<bdi>a{code}b</bdi>", repr(ch)
+        assert visible_text(f"a{ch}b") == f"a{code}b", repr(ch)
+        # the picker keeps the character (offsets count it), inert, with its code for CSS to draw
+        assert raw_marked_html(f"a{ch}<") == f'a<span class="cc" data-cc="U+{ord(ch):04X}">{ch}</span>&lt;'
+    # what is ordinary text stays: tabs, line breaks, right-to-left letters, emoji
+    for text in ("a\tb\nc\r\n", "שלום עולם", "مرحبا", "日本語", "café"):
+        assert agent_html(text) == f"<bdi>{escape(text)}</bdi>"
+    assert agent_html(3) == 3 and agent_html(None) is None
+
+
+def test_a_right_to_left_override_cannot_reorder_the_queue(story: Story, as_: Any) -> None:
+    traces = DecisionTraces(get_store(), project_id=story.project, agent_id="planner\u202e")
+    d = traces.record_decision(
+        "on-call",
+        choice_key="rlo\u202e-key",
+        conclusion="Amount: \u202e$100 paid\u202c on 2026-01-02",
+        rationale="r",
+        supports=[{"kind": "event", "task_name": "choose-db", "seq": 1}],
+    ).decision
+    body = as_("viewer").get(reverse("decision", kwargs={"project": story.project, "decision_id": str(d.id)}))
+    page = body.content.decode()
+    assert "\u202e" not in page and "\u202c" not in page
+    assert "<bdi>Amount: ⟨U+202E⟩$100 paid⟨U+202C⟩ on 2026-01-02</bdi>" in page
+    assert "<bdi>rlo⟨U+202E⟩-key</bdi>" in page and "<bdi>planner⟨U+202E⟩</bdi>" in page
+    assert "<title>rlo⟨U+202E⟩-key" in page
+    css = (Path(__file__).resolve().parents[2] / "static/css/reviewer.css").read_text()
+    assert "unicode-bidi: isolate" in css
