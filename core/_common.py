@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,23 @@ R = TypeVar("R", bound=BaseModel)
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://reviewer.invalid/ids")
 
 REQUEST_ID_MAX = 64
+
+
+def escape_segment(text: str) -> str:
+    """``text`` made fit to be one path segment of a URL whatever it holds:
+    ``%`` and ``/`` escaped (a web server decodes ``%2F`` to ``/`` before the
+    application sees the path, so a plain encoding of ``a/b`` would split
+    it), and an id of dots only spelled out (a browser resolves ``.`` and
+    ``..`` segments away). The result is percent-encoded once more on its way
+    into a URL (Django's ``reverse`` does it); ``unescape_segment`` undoes it
+    after the server's decoding."""
+    escaped = str(text).replace("%", "%25").replace("/", "%2F")
+    return escaped.replace(".", "%2E") if escaped and set(escaped) == {"."} else escaped
+
+
+def unescape_segment(segment: str) -> str:
+    """The text ``escape_segment`` was given."""
+    return urllib.parse.unquote(segment)
 
 
 def task_id(project_id: str, name: str) -> str:

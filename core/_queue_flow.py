@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from . import _common as c
 from ._causes import describe_cause
 from ._decision_rows import _DECISION_FIELDS, _decision
 from ._review import Positions
+from ._workbench import _View
 from .knowledge import Graph
 from .models.decision import (
     Decision,
@@ -25,11 +24,6 @@ from .models.decision import (
     ReviewReason,
     ReviewState,
 )
-
-
-class _View(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
 
 #: Queue positions are 64-bit; FalkorDB's range index compares them as
 #: doubles (a step of 256 at their size), so a range lookup takes a margin

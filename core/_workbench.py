@@ -47,6 +47,8 @@ __all__ = [
 
 
 class _View(BaseModel):
+    """The base of every read model of the review views (frozen)."""
+
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
 
@@ -361,14 +363,6 @@ class WorkbenchViews:
         if f.nodes.get(str(dep.id), {}).get("queued"):
             return f"it depends on {dep.choice_key}, whose review is not finished"
         return None
-
-    def next_in_group(self, cause: str, *, after: Any) -> str | None:
-        """The id of the first decision of root cause ``cause`` in the
-        review queue other than ``after`` (None when the group is done)."""
-        if not cause:
-            return None
-        found = self.traces.list_decisions_for_review(None, limit=2, root_cause=cause)
-        return next((str(d.id) for d in found.decisions if str(d.id) != str(after)), None)
 
     # -- the supersede form ------------------------------------------------------
 

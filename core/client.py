@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
+from . import _common as c
 from .models import (
     ConflictList,
     CreateTaskResult,
@@ -174,7 +175,7 @@ def _supports(items: Sequence[Any] | None) -> list[Any] | None:
 class _Service:
     def __init__(self, portal: Portal, *, project_id: str, agent_id: str | None = None) -> None:
         self.portal, self.project_id, self.agent_id = portal, project_id, agent_id
-        self._base = f"/projects/{_q(project_id)}"
+        self._base = f"/projects/{_q(c.escape_segment(project_id))}"
 
     def _call(self, method: str, path: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
         return self.portal.call(method, self._base + path, body, **kw)

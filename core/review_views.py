@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from . import _common as c
 from ._causes import describe_cause
 from ._evidence import chunk_range, decode_evidence_id, version_id
@@ -36,6 +34,7 @@ from ._workbench import (
     ReviewActions,
     SupersedeChoices,
     WorkbenchViews,
+    _View,
     decision_name,
 )
 from .decisions import DecisionTraces
@@ -89,10 +88,6 @@ __all__ = [
 #: cites is no longer active; ``flagged``: a decision it cites is active but
 #: itself needs review (nothing changed yet).
 SupportState = Literal["current", "moved", "changed", "flagged", "removed", "redacted"]
-
-
-class _View(BaseModel):
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
 
 class SupportView(_View):

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
+from django.utils.cache import add_never_cache_headers
 
 from core.stores import GraphStoreError, redact_url
 
@@ -31,6 +32,25 @@ class ContentSecurityPolicyMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
         response.headers.setdefault("Content-Security-Policy", CSP)
+        return response
+
+
+class NoStoreForSignedInMiddleware:
+    """A page shown to a signed-in person (decisions, events, tokens) is kept
+    by no cache: not the browser's (back after logout on a shared machine),
+    not a proxy's. Static files are left to their own cache headers."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from django.conf import settings
+
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        static = "/" + settings.STATIC_URL.lstrip("/")
+        if user is not None and user.is_authenticated and not request.path.startswith(static):
+            add_never_cache_headers(response)  # Cache-Control: max-age=0, no-cache, no-store, must-revalidate, private
         return response
 
 

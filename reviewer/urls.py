@@ -1,9 +1,12 @@
-from django.urls import include, path
+from django.urls import include, path, register_converter
 
 from . import oidc
+from .converters import ProjectIdConverter
 from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
 
-project = "p/<str:project>/"
+register_converter(ProjectIdConverter, "project")
+
+project = "p/<project:project>/"
 
 urlpatterns = [
     path("", auth.home, name="home"),

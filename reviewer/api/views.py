@@ -29,6 +29,7 @@ from ninja.responses import NinjaJSONEncoder, Status
 from ninja.security import HttpBearer
 from pydantic import TypeAdapter
 
+from core._common import unescape_segment
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
@@ -101,6 +102,14 @@ def records(result: Any) -> dict[int, Any]:
     return {**reviews(result), 403: s.Problem}
 
 
+def same_project(segment: str | None, project_id: str) -> bool:
+    """The path's project segment names the token's project: as the id
+    itself, or escaped as the dashboard and the Python client escape it
+    (``core._common.escape_segment``: an id such as ``a/b`` cannot be one
+    segment otherwise). The token alone decides which project is read."""
+    return segment is not None and (segment == project_id or unescape_segment(segment) == project_id)
+
+
 class TokenAuth(HttpBearer):
     """A live token, its body size and its rate, checked before the body is read."""
 
@@ -111,7 +120,7 @@ class TokenAuth(HttpBearer):
         if record is None or record.revoked_at is not None:
             return None
         match = request.resolver_match
-        if match is not None and match.kwargs.get("project") != record.project_id:
+        if match is not None and not same_project(match.kwargs.get("project"), record.project_id):
             # before the body or the query is read: another project's token learns nothing
             raise Http404("no such project")
         check_body(request)
@@ -266,7 +275,7 @@ def agent(request: HttpRequest, project: str, *, records: bool = False) -> Agent
     """The token's project, as if no other existed; ``records``: the call
     records work, which an automation token may not."""
     token: ApiToken = request.auth  # type: ignore[attr-defined]
-    if token.project_id != project:
+    if not same_project(project, token.project_id):
         raise Http404("no such project")
     if records and token.role != ApiToken.AGENT:
         raise HttpError(403, "an automation token reads and reviews; it records no work")

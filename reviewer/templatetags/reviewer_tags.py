@@ -7,7 +7,7 @@ import uuid
 
 from django import template
 
-from reviewer import presenters
+from reviewer import presenters, visible
 from reviewer.presenters import REASON_LABELS, describe_cause
 
 register = template.Library()
@@ -22,6 +22,35 @@ def cause(value: str) -> str:
 def reason(value: object) -> str:
     key = getattr(value, "value", value)
     return REASON_LABELS.get(str(key), "") if key else ""
+
+
+@register.filter
+def agent(value: object) -> object:
+    """Agent-written text in a page's content: escaped, hidden and bidi
+    control characters shown as ``⟨U+202E⟩``, isolated (see reviewer.visible)."""
+    return visible.agent_html(value)
+
+
+@register.filter
+def shown(value: object) -> object:
+    """Agent-written text in an attribute or the title: control characters
+    shown as ``⟨U+202E⟩`` (then autoescaped)."""
+    return visible.visible_text(value)
+
+
+@register.filter
+def picktext(value: object) -> object:
+    """The picker's text: raw characters (its offsets count them), each
+    hidden one inert and drawn as its marker."""
+    return visible.raw_marked_html(value)
+
+
+@register.filter
+def sentence(value: object) -> str:
+    """``value`` ended with a full stop, unless it already ends a sentence
+    (a flag's words often end with the document's own period: “a day.”)."""
+    text = str(value or "").rstrip()
+    return text if not text or text.endswith((".", "!", "?", "…")) else text + "."
 
 
 @register.filter

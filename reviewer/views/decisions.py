@@ -226,7 +226,17 @@ def _wants_next(request: HttpRequest) -> bool:
     return request.POST.get("then") == "next"
 
 
-def _after_action(request: HttpRequest, p: Project, d: Decision, note: str, *, cause: str = "") -> HttpResponse:
+def _following(p: Project, d: Decision) -> str | None:
+    """Where "and next" lands after acting on ``d``: the next open decision
+    of its root-cause group in queue order, read before the write, as the
+    queue's cards do (``next_after_in_group`` starts from d's place)."""
+    cause = p.views.review_actions(d).cause
+    return p.views.next_after_in_group(str(d.id), cause) if cause else None
+
+
+def _after_action(
+    request: HttpRequest, p: Project, d: Decision, note: str, *, following: str | None = None
+) -> HttpResponse:
     """After a write: from the queue (htmx), the card; "and next", the next
     decision of the same root-cause group (or the queue when the group is
     done); else back where the person came from, or the decision page."""
@@ -245,13 +255,12 @@ def _after_action(request: HttpRequest, p: Project, d: Decision, note: str, *, c
         )
     messages.success(request, note)
     if _wants_next(request):
-        following = p.views.next_in_group(cause, after=d.id) if cause else None
         if following:
             return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": following}))
         messages.info(request, "That was the last decision of this group.")
         return _go(request, reverse("queue", kwargs={"project": p.id}))
     back = _param(request.POST, "next")
-    if back.startswith(f"/p/{p.id}/") and "//" not in back and not request.htmx:
+    if back.startswith(reverse("overview", kwargs={"project": p.id})) and "//" not in back and not request.htmx:
         return redirect(back)
     return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(d.id)}))
 
@@ -307,11 +316,11 @@ def _decision_action(
     form = form_class(request.POST)
     if not form.is_valid():
         return _refused(request, p, d, name, form, invalid)
-    cause = p.views.review_actions(d).cause if _wants_next(request) else ""
+    following = _following(p, d) if _wants_next(request) else None
     result = act(p, d, form.cleaned_data)
     if not result.recorded:
         return _refused(request, p, d, name, form, _refusal(p, d, result.error))
-    return _after_action(request, p, d, done, cause=cause)
+    return _after_action(request, p, d, done, following=following)
 
 
 @require_POST
@@ -390,7 +399,7 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     inputs, fetched, problem = _support_inputs(p, tokens + form.added())
     if problem:
         return _refused(request, p, d, "supersede", form, problem)
-    cause = p.views.review_actions(d).cause if _wants_next(request) else ""
+    following = _following(p, d) if _wants_next(request) else None
     result = p.traces.supersede_decision(
         str(d.id),
         conclusion=form.cleaned_data["conclusion"],
@@ -407,7 +416,7 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     new = result.decision
     note = f"Superseded: revision {new.revision} is now the active decision."
     if _wants_next(request):
-        return _after_action(request, p, new, note, cause=cause)
+        return _after_action(request, p, new, note, following=following)
     messages.success(request, note)
     return _go(request, reverse("decision", kwargs={"project": p.id, "decision_id": str(new.id)}))
 

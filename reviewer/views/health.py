@@ -14,12 +14,19 @@ from ..store import check_store
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> HttpResponse:
-    """200 when the graph store answers, 503 with a short reason when not."""
+    """200 when the graph store answers, 503 when not. Only signed-in staff
+    learn the backend and, when it is down, the short reason (which names
+    its host and port): an anonymous caller (a load balancer, anyone on the
+    network) learns nothing about the store but its state."""
+    staff = request.user.is_authenticated and request.user.is_staff
     try:
         store = check_store()
     except GraphStoreError as exc:
-        return JsonResponse({"status": "unavailable", "reason": _short(str(exc))}, status=503)
-    return JsonResponse({"status": "ok", "backend": store.backend})
+        body = {"status": "unavailable"}
+        if staff:
+            body["reason"] = _short(str(exc))
+        return JsonResponse(body, status=503)
+    return JsonResponse({"status": "ok", "backend": store.backend} if staff else {"status": "ok"})
 
 
 def _short(text: str, limit: int = 200) -> str:

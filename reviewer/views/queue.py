@@ -165,14 +165,17 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
                 by = p.views.retired_by(str(d.id))
                 error = f"Nothing done: {by}." if by else error
     done = None if error else ("Reaffirmed" if action == "reaffirm" else "Rejected")
+    typed = _typed(request.POST, action)
     if not request.htmx:
         back = reverse("queue", kwargs={"project": p.id}) + ("?" + urlencode(filters) if filters else "")
         if error:
-            messages.error(request, f"{d.choice_key}: {error}")
+            kept = f" Your {TYPED_LABELS[action]}, not recorded: “{typed}”" if typed else ""
+            messages.error(request, f"{d.choice_key}: {error}{kept}")
             return redirect(back + f"#d-{d.id}")
         messages.success(request, f"{done}: {d.choice_key} ({d.task_name}).")
         return redirect(back + (f"#d-{next_id}" if next_id else ""))
     fresh = p.traces.get_decision(str(d.id)).decision or d
+    actions = p.views.review_actions_many([fresh]) if error else {}
     counts = p.traces.review_counts()
     progress = p.views.queue_progress(
         cause, group_total=group_total, filters=filters, next_id=None if error else next_id, counts=counts
@@ -193,9 +196,29 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
         "filters_qs": urlencode(filters),
         "filters": filters,
         # a refused card keeps only the actions that can still succeed
-        "actions": p.views.review_actions_many([fresh]) if error else {},
+        "actions": actions,
+        # what the person typed, shown beside the card when its form is gone
+        "typed": typed if error and not _form_shown(actions.get(str(fresh.id)), action) else "",
+        "typed_label": TYPED_LABELS[action],
     }
     return render(request, "reviewer/queue.html#flow-answer", context)
+
+
+#: what each queue action's text field holds, as a person calls it
+TYPED_LABELS = {"reaffirm": "note", "reject": "reason"}
+
+
+def _typed(data: Any, action: str) -> str:
+    """The text the person typed in the action's form ("" when none)."""
+    return str(data.get("explanation" if action == "reaffirm" else "reason", "") or "").strip()[:20000]
+
+
+def _form_shown(actions: Any, action: str) -> bool:
+    """Whether a refused card still has the form that was submitted (then
+    the form keeps what was typed; else the card shows it beside)."""
+    if actions is None or not actions.supersede:
+        return False
+    return bool(actions.reaffirm) if action == "reaffirm" else True
 
 
 @require_http_methods(["GET", "POST"])

@@ -8,6 +8,18 @@
 
   function codePoints(text) { return Array.from(text).length; }
 
+  // A selection's text as the page shows it: control, format (bidi, zero-width) and separator
+  // characters as ⟨U+202E⟩, as the server shows agent text (reviewer/visible.py); the offsets
+  // and the posted text keep the raw characters.
+  var HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+  function visible(text) {
+    return text.replace(HIDDEN, function (ch) {
+      if (ch === "\t" || ch === "\n" || ch === "\r") { return ch; }
+      var hex = ch.codePointAt(0).toString(16).toUpperCase();
+      return "⟨U+" + ("0000" + hex).slice(-Math.max(4, hex.length)) + "⟩";
+    });
+  }
+
   function fieldset(el) { return el && el.closest ? el.closest("fieldset.pick") : null; }
 
   function selectionIn(box) {
@@ -32,7 +44,7 @@
     set.querySelector("[name='" + name + "-text']").value = picked.text;
     var radio = set.querySelector("input[data-selection]");
     radio.checked = true;
-    var shown = picked.text.length > 80 ? picked.text.slice(0, 79) + "…" : picked.text;
+    var shown = visible(picked.text.length > 80 ? picked.text.slice(0, 79) + "…" : picked.text);
     radio.setAttribute("data-cites", set.getAttribute("data-doc") + " version " + set.getAttribute("data-version") +
       ": “" + shown + "”");
     var echo = set.querySelector(".selected-text");

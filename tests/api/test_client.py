@@ -75,3 +75,26 @@ def test_an_unreachable_portal_raises_graph_store_error() -> None:
     portal = client.connect("http://127.0.0.1:1", token="rvw_x", retries=0)
     with pytest.raises(GraphStoreError):
         client.ConversationHistory(portal, project_id="p").get_task("t")
+
+
+ODD_IDS = ["a/b", "what?x=1#frag 50%", "%2F<script>x</script>", "проект/名前", ".."]
+
+
+@pytest.mark.parametrize("project_id", ODD_IDS)
+def test_a_project_id_of_any_text_is_reachable_through_the_client(
+    store: GraphStore, transactional_db: None, live_server: Any, project_id: str
+) -> None:
+    before = shared._store
+    shared._store = store
+    try:
+        _, token = create_token(project_id=project_id, name="c", agent_id="planner")
+        portal = client.connect(live_server.url, token=token)
+        history = client.ConversationHistory(portal, project_id=project_id, agent_id="planner")
+        assert history.create_task("t", goal="g").recorded
+        assert history.record_event("t", kind="note", payload="x").recorded
+        local = ConversationHistory(store, project_id=project_id, agent_id="planner")
+        assert local.get_task("t").view is not None  # written to that project, not another
+        assert history.list_events("t") == local.list_events("t")
+    finally:
+        store.drop_project(project_id)
+        shared._store = before

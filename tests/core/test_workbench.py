@@ -216,12 +216,17 @@ def test_cite_revision_n_instead_swaps_the_old_revision_for_the_new(world: World
     assert [str(s.decision_id) for s in result.decision.supports if s.kind == "decision"] == [str(new.id)]
 
 
-def test_the_next_decision_of_a_group_is_another_one_of_the_same_cause(world: World) -> None:
+def test_the_next_decision_of_a_group_is_the_one_after_it_in_queue_order(world: World) -> None:
     a = world.record("pick-db", "a", "Postgres").decision
     b = world.record("billing", "b", "Postgres too").decision
     world.graph.update("adr", "Preface.\n\n" + ADR)
     v = views(world)
-    first = v.next_in_group("document:adr:2", after="none")
-    other = v.next_in_group("document:adr:2", after=first)
-    assert {first, other} == {str(a.id), str(b.id)}
-    assert v.next_in_group("", after=first) is None and v.next_in_group("document:zzz:9", after=first) is None
+    cause = "document:adr:2"
+    queued = [str(d.id) for d in v.traces.list_decisions_for_review(None, limit=10, root_cause=cause).decisions]
+    assert set(queued) == {str(a.id), str(b.id)}
+    first, second = queued
+    assert v.next_after_in_group(first, cause) == second
+    assert v.next_after_in_group(second, cause) is None  # the group is done after its last one
+    assert v.next_after_in_group(first, "document:zzz:9") is None
+    assert v.next_after_in_group("00000000-0000-0000-0000-000000000000", cause) is None
+    assert not hasattr(v, "next_in_group")  # one read of "the next in the group", not two

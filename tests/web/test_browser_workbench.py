@@ -159,3 +159,82 @@ def test_cite_revision_n_instead_on_a_dependant(
     assert traces.list_revisions(str(latest.id))[-1].explanation == "Follows revision 2 of the orders choice."
     assert not page.errors  # type: ignore[attr-defined]
     page.context.close()
+
+
+_SELECT_RAW = """(box, [start, end]) => {
+    // select box.textContent[start:end] (UTF-16 offsets), across the inert characters' spans
+    const walker = document.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+    const range = document.createRange();
+    let at = 0, node;
+    while ((node = walker.nextNode())) {
+        const len = node.textContent.length;
+        if (start >= at && start <= at + len && !range._s) { range.setStart(node, start - at); range._s = 1; }
+        if (end >= at && end <= at + len) { range.setEnd(node, end - at); break; }
+        at += len;
+    }
+    const sel = window.getSelection();
+    sel.removeAllRanges();
+    sel.addRange(range);
+}"""
+
+
+def test_the_picker_shows_bidi_characters_inert_and_its_offsets_count_them(
+    transactional_db: None, live_server: Any, story: Story, people: Any, browser: Any
+) -> None:
+    from core.knowledge import Graph
+
+    graph = Graph(get_store(), project_id=story.project, agent_id="ingest")
+    graph.add("bidi", "Owners \u202eanswer\u202c pages within an hour.")
+    text = graph.current_text("bidi")
+    start = text.index("within an hour.")
+    evidence = graph.span_evidence_id("bidi", start, start + len("within an hour."))
+    d = (
+        _traces(story)
+        .record_decision(
+            "on-call",
+            choice_key="bidi-pager",
+            conclusion="One hour",
+            rationale="r",
+            supports=[{"kind": "document", "evidence_id": evidence}],
+            fetched=[graph.fetch(evidence)],
+        )
+        .decision
+    )
+    graph.update("bidi", "Preface \u2066x\u200b.\n\nOwners \u202eanswer\u202c pages within an hour.")
+    current = graph.current_text("bidi")
+    page = login(browser, live_server, "rita")
+    page.goto(f"{live_server.url}/p/{story.project}/decisions/{d.id}/")
+    box = page.locator("#supersede .pick-text").first
+    # the raw characters are there (the offsets count them), each inert in its span, drawn as its code
+    assert box.evaluate("b => b.textContent") == current
+    assert box.locator("span.cc").evaluate_all("s => s.map(x => x.dataset.cc)") == [
+        "U+2066",
+        "U+200B",
+        "U+202E",
+        "U+202C",
+    ]
+    assert box.locator("span.cc").first.evaluate("s => getComputedStyle(s).unicodeBidi") == "isolate"
+    drawn = box.locator("span.cc").first.evaluate("s => getComputedStyle(s, '::before').content")
+    assert "⟨" in drawn and "⟩" in drawn
+    # the page around it is not reordered: the conclusion and title read in order
+    assert "\u202e" not in page.locator("main").inner_text().replace(box.inner_text(), "")
+    # select across the override: the offsets are into the raw text, the summary shows the codes
+    wanted = "\u202eanswer\u202c pages"
+    at = current.index(wanted)
+    box.scroll_into_view_if_needed()
+    box.evaluate(_SELECT_RAW, [at, at + len(wanted)])
+    page.wait_for_function("w => document.querySelector('[name=doc-0-text]').value === w", arg=wanted, timeout=5000)
+    assert (int(page.input_value("[name=doc-0-start]")), int(page.input_value("[name=doc-0-end]"))) == (
+        at,
+        at + len(wanted),
+    )
+    assert "bidi version 2: “⟨U+202E⟩answer⟨U+202C⟩ pages”" in page.locator("#will-cite").inner_text()
+    shot(page, "workbench-picker-bidi")
+    page.fill("#supersede_explanation", "Cite the owners' sentence.")
+    with page.expect_navigation():
+        page.click("#supersede button[type=submit]")
+    new = _new_revision(story, str(d.id))
+    [doc] = [s for s in new.supports if isinstance(s, DocumentSupport)]
+    assert _fetch(story, doc.evidence_id) == wanted  # the raw passage, its characters intact
+    assert not page.errors  # type: ignore[attr-defined]
+    page.context.close()

@@ -42,7 +42,8 @@ def test_a_chunk_support_shows_its_passage_after_its_document_is_deleted(story: 
     ).decision
     graph.delete("memo")
     page = as_("reviewer").get(f"/p/{story.project}/decisions/{d.id}/").content.decode()
-    assert f'title="the passage as recorded">{escape("A memo that cites <b>itself</b>.")}</blockquote>' in page
+    passage = escape("A memo that cites <b>itself</b>.")
+    assert f'title="the passage as recorded"><bdi>{passage}</bdi></blockquote>' in page  # agent text isolated
     assert "The document was deleted." in page
 
 

@@ -8,6 +8,7 @@ visit in ``visits`` and a place in ROUTES."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,12 +32,28 @@ from .conftest import make_user
 
 
 def hostile(label: str) -> str:
-    """Markup an agent might write, led by a label naming the field."""
-    return f"{label}<script>alert(1)</script>\"'><img src=x onerror=alert(2)>{{{{ {label} }}}}{{% now 'Y' %}}"
+    """Markup an agent might write, led by a label naming the field, with
+    characters that reorder or hide text (a right-to-left override, an
+    isolate, a zero-width space, a control character)."""
+    return (
+        f"{label}<script>alert(1)</script>\u202e\u2066\u200b\x07\"'><img src=x onerror=alert(2)>"
+        f"{{{{ {label} }}}}{{% now 'Y' %}}"
+    )
 
 
 #: What must never reach a page raw.
 RAW = ("<script>alert(1)", "<img src=x onerror", "\"'><img")
+#: Characters that must reach a page only as a visible marker (⟨U+202E⟩).
+HIDDEN = ("\u202e", "\u2066", "\u200b", "\x07")
+
+
+def outside_form_values(body: str) -> str:
+    """The page without what round-trips raw: form values (a textarea's text,
+    a value attribute) and the picker's inert characters (kept raw, its
+    offsets count them, inside ``<span class="cc">``)."""
+    body = re.sub(r"<textarea[^>]*>.*?</textarea>", "", body, flags=re.S)
+    body = re.sub(r'value="[^"]*"', "", body)
+    return re.sub(r'<span class="cc" data-cc="U\+[0-9A-F]{4,6}">.</span>', "", body, flags=re.S)
 
 
 def shown(label: str) -> str:
@@ -350,7 +367,7 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
                 ("typedagent",),
             ),
         ],
-        "revoke_token": [("POST", f"tokens/{_hostile_token(h).pk}/revoke", {}, True, False, ("revokedname",))],
+        "revoke_token": [("POST", f"tokens/{_hostile_token(h).pk}/revoke", {}, True, False, ("rvkname",))],
         "people": [
             ("GET", "people/", {}, False, False, (_hostile_person(h),)),
             ("POST", "people/", {"username": hostile("typedperson"), "role": "viewer"}, False, False, ("typedperson",)),
@@ -370,7 +387,7 @@ def _hostile_person(h: Hostile) -> str:
 
 def _hostile_token(h: Hostile) -> ApiToken:
     found = ApiToken.objects.filter(project_id=h.project, agent_id="esc-revoked").first()
-    return found or create_token(project_id=h.project, name=hostile("revokedname"), agent_id="esc-revoked")[0]
+    return found or create_token(project_id=h.project, name=hostile("rvkname"), agent_id="esc-revoked")[0]
 
 
 def route_names() -> set[str]:
@@ -433,5 +450,14 @@ def test_every_route_shows_agent_text_only_escaped(evil: Hostile, steward: Clien
             body = response.content.decode()
             for raw in RAW:
                 assert raw not in body, (where, raw)
+            rest = outside_form_values(body)
+            for ch in HIDDEN:
+                assert ch not in rest, (
+                    where,
+                    f"U+{ord(ch):04X}",
+                    rest[max(0, rest.find(ch) - 200) : rest.find(ch) + 50],
+                )
+            if visit[5] and route != "login":  # login shows a typed name only in its field
+                assert "⟨U+202E⟩⟨U+2066⟩⟨U+200B⟩⟨U+0007⟩" in body, where  # shown, not obeyed
             for label in visit[5]:
                 assert shown(label) in body, (where, label)

@@ -203,3 +203,42 @@ def test_the_task_filter_matches_like_the_tasks_page(story: Story, group: Group,
     assert re.search(r">1\s+decision\s+matches<", body)
     body = as_("viewer").get(f"/p/{story.project}/review/", {"task": "pager"}).content.decode()
     assert body.count('class="card decision-card') == 5
+
+
+def test_a_refused_card_shows_what_the_person_typed_when_its_form_is_gone(story: Story, group: Group, as_: Any) -> None:
+    client = as_("reviewer")
+    # the reaffirm form is gone from a card that cannot be reaffirmed: the note is shown beside it
+    body = flow(client, story, group.changed, "reaffirm", explanation="I think <it> holds").content.decode()
+    assert 'data-refused="true"' in body
+    assert "Your note, not recorded:" in body and "I think &lt;it&gt; holds" in body
+    # someone else rejected it first: no form at all, the reason typed is kept on the card
+    DecisionTraces(get_store(), project_id=story.project, agent_id="t").reject_decision(
+        group.ids[0], reason="first", request_id="other-reviewer"
+    )
+    body = flow(client, story, group.ids[0], "reject", reason="Team 1 left").content.decode()
+    assert "Your reason, not recorded:" in body and "Team 1 left" in body
+    # without JavaScript, the message says it
+    page = client.post(
+        f"/p/{story.project}/review/{group.changed}/reaffirm",
+        {"request_id": "flow-nojs", "cause": CAUSE, "group_total": "5", "filters": "", "explanation": "still true"},
+        follow=True,
+    ).content.decode()
+    assert "Your note, not recorded: “still true”" in page
+    assert state(story, group.changed) == (DecisionStatus.active, ReviewState.needs_review)
+
+
+def test_a_refused_card_whose_form_is_still_there_keeps_the_text_in_the_form(
+    story: Story, group: Group, as_: Any
+) -> None:
+    body = flow(as_("reviewer"), story, group.ids[1], "reject", reason="   ").content.decode()
+    assert "Say why the decision is rejected." in body
+    assert f'id="reason-{group.ids[1]}"' in body and "not recorded" not in body
+    body = flow(as_("reviewer"), story, group.changed, "reject", reason="x" * 20001).content.decode()
+    assert 'data-refused="true"' in body and 'value="' + "x" * 20001 + '"' in body  # kept in the form
+    assert "not recorded" not in body
+
+
+def test_a_flag_reason_ending_in_a_period_is_not_given_a_second_one(story: Story, as_: Any) -> None:
+    body = as_("reviewer").get(f"/p/{story.project}/review/").content.decode()
+    assert "→ a day." in body  # the changed words end with the document's own period
+    assert ".." not in re.sub(r"\.\.\.|…", "", body.split("<main", 1)[1])

@@ -174,7 +174,7 @@ def test_a_steward_sees_who_holds_which_role_here_and_only_here(story: Story, pe
     assert response.status_code == 200 and response["Cache-Control"].startswith("max-age=0")
     rows = dict(
         re.findall(
-            r'data-label="Person">([^<]+?)(?: <span[^>]*>[^<]*</span>)*</td>\s*<td data-label="Role">'
+            r'data-label="Person"><bdi>([^<]+?)</bdi>(?: <span[^>]*>[^<]*</span>)*</td>\s*<td data-label="Role">'
             r'<span class="badge role-\w+">(\w+)</span>',
             body,
         )
@@ -187,7 +187,7 @@ def test_a_steward_sees_who_holds_which_role_here_and_only_here(story: Story, pe
     }
     assert "otto" not in body  # steward elsewhere, not here
     assert '<b id="x">' not in body
-    assert "Staff, stewards in every project:\n    boss." in body
+    assert "Staff, stewards in every project:\n    <bdi>boss</bdi>." in body
     for role in ("viewer", "reviewer"):
         assert as_(role).get(f"/p/{story.project}/people/").status_code == 403
         assert f"/p/{story.project}/people/" not in as_(role).get(f"/p/{story.project}/").content.decode()

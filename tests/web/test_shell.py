@@ -23,14 +23,39 @@ def member(db: None) -> User:
     return User.objects.create_user("ada", password="a-long-test-password")
 
 
-def test_healthz_answers_ok_when_the_store_answers(client: Client) -> None:
+@pytest.fixture
+def staff(db: None) -> User:
+    return User.objects.create_user("root", password="a-long-test-password", is_staff=True)
+
+
+def test_healthz_answers_ok_and_nothing_else_to_anyone(client: Client, member: User) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}  # no backend name for an anonymous caller
+    client.force_login(member)
+    assert client.get("/healthz").json() == {"status": "ok"}  # nor for a signed-in non-staff person
+
+
+def test_healthz_names_the_backend_to_staff(client: Client, staff: User) -> None:
+    client.force_login(staff)
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "backend": "falkordb"}
 
 
+@override_settings(REVIEWER_STORE_URL="falkordb://svc:pw-not-shown@store.internal:1")
+def test_healthz_answers_503_with_no_backend_detail_when_the_store_is_down(client: Client) -> None:
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable"}
+    text = response.content.decode()
+    for detail in ("falkordb", "svc", "pw-not-shown", "store.internal", ":1"):
+        assert detail not in text, detail
+
+
 @override_settings(REVIEWER_STORE_URL="falkordb://svc:pw-not-shown@127.0.0.1:1")
-def test_healthz_answers_503_with_a_reason_when_the_store_is_down(client: Client) -> None:
+def test_healthz_gives_staff_the_reason_without_the_password(client: Client, staff: User) -> None:
+    client.force_login(staff)
     response = client.get("/healthz")
     assert response.status_code == 503
     body = response.json()
