@@ -49,6 +49,9 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
+        # index-backed orderings: the queue of a project (Neo4j keeps every
+        # project in one graph) and of a task, a task's newest decisions
+        NodeIndex("Decision", ("project_id", "queue_pos")),
         NodeIndex("Decision", ("task_id", "active_seq")),
         NodeIndex("Decision", ("task_id", "queue_pos")),
         NodeIndex("ReviewQueue", ("id",), unique=True),

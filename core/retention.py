@@ -197,6 +197,7 @@ class HistoryRetention:
         )
 
         def work(tx: Tx) -> RetentionResult:
+            _counters.lock(tx, self.project_id)  # first, as every unit that changes the kept counters
             tx.lock("Task", tid)
             earlier = c.replayed(tx, replay, RetentionResult, _reused)
             if earlier is not None:
