@@ -178,14 +178,26 @@ class DecisionReads:
             heads = _QUEUE_HEADS.setdefault(self.store, {})
             key = (self.project_id, scope)
             head = heads.get(key)
-            below = filters if scope else ""
+            # Neo4j keeps every project in one graph: the ranges are read
+            # from the project's (or the task's) part of the position index,
+            # which its planner would otherwise scan from the lowest position
+            # of any project
+            project = self._scope("d")
+            hint = ""
+            if not self.store.graph_per_project:
+                hint = (
+                    " USING INDEX d:Decision(task_id, queue_pos)"
+                    if scope
+                    else " USING INDEX d:Decision(project_id, queue_pos)"
+                )
+            below = filters if scope else project
             if head is None and scope is None:
-                head, below = heads.get((self.project_id, "")), ""
+                head, below = heads.get((self.project_id, "")), project
             if (
                 head is not None
                 and self.store.read(
                     self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                    f"MATCH (d:Decision){hint} WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
                     {**params, "head": head},
                 )[0]["n"]
             ):
@@ -201,7 +213,7 @@ class DecisionReads:
             while head is not None and head < end:
                 rows = self.store.read(
                     self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
+                    f"MATCH (d:Decision){hint} WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
                     f"{order}, d.queue_pos AS pos",
                     {**params, "lo": head, "top": head + width},
                 )

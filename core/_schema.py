@@ -47,6 +47,7 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Decision", ("root_cause",)),  # a root-cause group of the queue (review_views)
         NodeIndex("Choice", ("id",), unique=True),
         NodeIndex("Choice", ("conflict",)),
+        NodeIndex("Choice", ("project_id", "conflict")),  # a project's conflicts, on Neo4j
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
         # index-backed orderings: the queue of a project (Neo4j keeps every

@@ -62,6 +62,7 @@ class HistoryRetention:
         replay = c.Replay(self.project_id, request_id, "redact_event", {"event": eid, "reason": reason})
 
         def work(tx: Tx) -> RetentionResult:
+            _counters.lock(tx, self.project_id)  # first: a redaction flags what cites the event
             tx.lock("Event", eid)
             earlier = c.replayed(tx, replay, RetentionResult, _reused)
             if earlier is not None:

@@ -41,7 +41,6 @@ def _agent(url: str, project: str, n: int, until: float, out: Any) -> None:
         history = ConversationHistory(store, project_id=project, agent_id=f"agent-{n}")
         traces = DecisionTraces(store, project_id=project, agent_id=f"agent-{n}")
         graph = Graph(store, project_id=project, agent_id=f"agent-{n}")
-        cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
         mine: list[str] = []
         i = 0
         while time.time() < until:
@@ -68,6 +67,8 @@ def _agent(url: str, project: str, n: int, until: float, out: Any) -> None:
                         mine.append(str(made.decision.id))
                         acked["decisions"].append(str(made.decision.id))
                 if i % 7 == 0:
+                    # the current version: the reviewer keeps revising it
+                    cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
                     loaded = traces.load_decisions(
                         [
                             {
@@ -117,11 +118,13 @@ def _reviewer(url: str, project: str, until: float, out: Any) -> None:
         traces = DecisionTraces(store, project_id=project, agent_id="reviewer")
         graph = Graph(store, project_id=project, agent_id="reviewer")
         i = 0
+        revised = time.time()
         while time.time() < until:
             i += 1
             try:
-                if i % 10 == 0:
+                if time.time() - revised > 1.5:
                     graph.update("policy", POLICY + f"\n\nRevision {i}.")
+                    revised = time.time()
                     done["revisions"] += 1
                 page = traces.list_decisions_for_review(limit=10).decisions
                 for d in page[:3]:
