@@ -186,9 +186,9 @@ class DecisionReads:
             hint = ""
             if not self.store.graph_per_project:
                 hint = (
-                    " USING INDEX d:Decision(task_id, queue_pos)"
+                    " USING INDEX SEEK d:Decision(task_id, queue_pos)"
                     if scope
-                    else " USING INDEX d:Decision(project_id, queue_pos)"
+                    else " USING INDEX SEEK d:Decision(project_id, queue_pos)"
                 )
             below = filters if scope else project
             if head is None and scope is None:
