@@ -1,12 +1,18 @@
-"""The kept counters and numbers of review, for a store whose units run one
-at a time (``GraphStore.serializable_units``), so that no page aggregates
-ten thousand decisions: the review queue's counters on the project's
-``ReviewQueue`` node, each task's on its ``TaskDecisions`` node, and the
-creation numbers (``active_seq``) that order a task's newest decisions.
+"""The kept counters and numbers of review, so that no page aggregates ten
+thousand decisions: the review queue's counters on the project's
+``ReviewQueue`` node, each task's on its ``TaskDecisions`` node, the
+creation numbers (``active_seq``) that order a task's newest decisions, and
+the last queue position given (``last_pos``).
+
+They stay exact because every unit that reads one to rewrite it, or changes
+what one counts, first takes the lock of the project's ``ReviewQueue`` node
+(:func:`lock`): such units run one after the other. FalkorDB runs every unit
+of a project so anyway (WATCH); on Neo4j the node's write lock does it.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -15,6 +21,50 @@ from .stores.base import Tx
 
 def queue_node_id(project_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"https://reviewer.invalid/queue/{project_id}"))
+
+
+def lock(tx: Tx, project_id: str) -> bool:
+    """Take the lock of the project's kept counters, once per unit (see the
+    module docstring): the first step of a unit that will change them, so
+    that units take their locks in one order. True when the unit read
+    something before it that may since have changed (read it again)."""
+    return tx.lock_kept("ReviewQueue", queue_node_id(project_id), project_id)
+
+
+class Positions:
+    """Queue positions for the decisions that enter the review queue in one
+    unit: the unit's time in milliseconds, shifted, plus a counter, so the
+    queue reads oldest first (and, within a unit, roots before the decisions
+    queued beneath them); never below the last position given in the project
+    (``floor``, kept on the ``ReviewQueue`` node), so no two units give the
+    same position, whatever their clocks. A page of the queue is read from
+    a narrow range of the ``queue_pos`` index instead of sorting every
+    flagged decision."""
+
+    def __init__(self, floor: int | None = None) -> None:
+        self.base = max(int(time.time() * 1000) << 20, (floor or 0) + 1)
+        self.used = 0
+
+    def take(self, n: int) -> list[int]:
+        first = self.base + self.used
+        self.used += n
+        return list(range(first, first + n))
+
+    @property
+    def last(self) -> int | None:
+        return self.base + self.used - 1 if self.used else None
+
+
+def positions(tx: Tx, project_id: str) -> Positions:
+    """The unit's queue positions (one source per unit), from the last one
+    given in the project. Locks the counters and reads: call it before the
+    unit's first write (a :class:`Tally` does)."""
+    found = tx.state.get("positions")
+    if found is None:
+        lock(tx, project_id)
+        rows = tx.read("MATCH (q:ReviewQueue {id: $id}) RETURN q.last_pos AS last", {"id": queue_node_id(project_id)})
+        found = tx.state["positions"] = Positions(rows[0]["last"] if rows else None)
+    return found
 
 
 #: What one decision adds to each kept counter of the review queue.
@@ -50,9 +100,8 @@ def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
 
 
 class Tally:
-    """Kept counters, for a store whose units run one at a time
-    (``GraphStore.serializable_units``), so that no page aggregates ten
-    thousand decisions: the review queue's (in the queue, needing review,
+    """Kept counters, so that no page aggregates ten thousand decisions
+    (their units run one at a time: see :func:`lock`): the review queue's (in the queue, needing review,
     reading unknown, queued) on the project's ``ReviewQueue`` node, and each
     task's (active decisions, decisions in the queue) on its
     ``TaskDecisions`` node.
@@ -66,7 +115,11 @@ class Tally:
     :func:`flag`, are not counted again: see :meth:`flagged`). Deleted
     decisions count for nothing afterwards. A counter that was never
     counted stays so: the first read counts it (:func:`recount`,
-    :func:`task_state`), and from then on every unit keeps it."""
+    :func:`task_state`), and from then on every unit keeps it.
+
+    It takes the counters' lock and the unit's queue positions
+    (:attr:`positions`) first; rows the caller read before that lock
+    (``known``) are read again."""
 
     def __init__(
         self,
@@ -82,8 +135,9 @@ class Tally:
         # counts of those whose outcome is certain
         self.rows: dict[str, tuple[str, bool, tuple[int, ...]]] = {}
         self.after: dict[str, tuple[int, ...]] = {}
-        if not tx.serializable:
-            return
+        if lock(tx, project_id):
+            known = None  # read before the lock: perhaps changed since
+        self.positions = tx.state.get("positions") or positions(tx, project_id)
         if new is not None:
             self.rows = {i: (tid, False, (0, 0, 0, 0, 0)) for i, tid in new.items()}
             return
@@ -110,7 +164,14 @@ class Tally:
                 self.after[i] = (*_FLAGGED, int(row[1]))
 
     def settle(self, tx: Tx) -> None:
+        last = self.positions.last
         if not self.rows:
+            if last is not None:
+                tx.write(
+                    "MATCH (q:ReviewQueue {id: $qid}) SET q.last_pos = CASE WHEN coalesce(q.last_pos, 0) < $last "
+                    "THEN $last ELSE q.last_pos END",
+                    {"qid": queue_node_id(self.project_id), "last": last},
+                )
             return
         # each counter moves by (after - before): a certain outcome is taken
         # off before here, the others are counted again by the statement
@@ -135,10 +196,14 @@ class Tally:
             "OPTIONAL MATCH (k:TaskDecisions {id: tid}) "
             "SET k.active = toInteger(k.active + active - b_active), k.open = toInteger(k.open + open - b_open) "
             f"WITH {', '.join(f'sum({k}) AS {k}' for k in COUNTERS)} "
-            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
             + "SET "
-            + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS),
+            + ", ".join(f"q.{k} = toInteger(q.{k} + {k} - $b_{k})" for k in COUNTERS)
+            + ", q.last_pos = CASE WHEN $last IS NULL OR coalesce(q.last_pos, 0) >= $last THEN q.last_pos "
+            "ELSE $last END",
             {
+                "p": self.project_id,
+                "last": last,
                 "groups": [
                     {"tid": tid, "ids": sorted(ids), "b_active": b[0], "b_open": b[1]}
                     for tid, (b, ids) in sorted(tasks.items())
@@ -150,17 +215,19 @@ class Tally:
         self.rows, self.after = {}, {}
 
 
-def kept_counts(store: Any, project_id: str) -> dict[str, int] | None:
-    """The kept counters, or None where they are not kept (or not yet: a
-    queue whose counters were never counted is counted once, in a unit, first)."""
-    if not store.serializable_units:
-        return None
+def kept_counts(store: Any, project_id: str) -> dict[str, int]:
+    """The kept counters (a queue whose counters were never counted is
+    counted once, in a unit, first)."""
     fields = ", ".join(f"q.{k} AS {k}" for k in COUNTERS)
     qid = queue_node_id(project_id)
     rows = store.read(project_id, f"MATCH (q:ReviewQueue {{id: $id}}) RETURN {fields}", {"id": qid})
     if rows and all(rows[0][k] is not None for k in COUNTERS):
         return {k: int(rows[0][k]) for k in COUNTERS}
-    if not rows and not store.read(project_id, "MATCH (d:Decision) WHERE d.review_open = true RETURN 1 AS x LIMIT 1"):
+    if not rows and not store.read(
+        project_id,
+        f"MATCH (d:Decision) WHERE d.review_open = true{_scope(store)} RETURN 1 AS x LIMIT 1",
+        {"p": project_id},
+    ):
         return dict.fromkeys(COUNTERS, 0)  # nothing was ever queued (and reading writes nothing)
     return recount(store, project_id)
 
@@ -170,8 +237,12 @@ def recount(store: Any, project_id: str) -> dict[str, int]:
     the first count of a queue)."""
 
     def work(tx: Tx) -> dict[str, int]:
+        lock(tx, project_id)
         sums = ", ".join(f"sum({k}) AS {k}" for k in COUNTERS)
-        row = tx.read(f"MATCH (d:Decision) WHERE d.review_open = true WITH {_ROW_CONTRIBUTION} RETURN {sums}", {})
+        row = tx.read(
+            f"MATCH (d:Decision) WHERE d.review_open = true{_scope(store)} WITH {_ROW_CONTRIBUTION} RETURN {sums}",
+            {"p": project_id},
+        )
         counts = {k: int(row[0][k] or 0) if row else 0 for k in COUNTERS}
         tx.write(
             "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p "
@@ -184,15 +255,18 @@ def recount(store: Any, project_id: str) -> dict[str, int]:
     return store.transact(project_id, work)
 
 
-def open_count(store: Any, project_id: str) -> int | None:
-    """The kept count of the review queue, or None where it is not kept."""
-    counts = kept_counts(store, project_id)
-    return None if counts is None else counts["open"]
+def _scope(store: Any) -> str:
+    return "" if store.graph_per_project else " AND d.project_id = $p"
+
+
+def open_count(store: Any, project_id: str) -> int:
+    """The kept count of the review queue."""
+    return kept_counts(store, project_id)["open"]
 
 
 # -- a task's decisions ------------------------------------------------------
 #
-# On a store with serializable units, each task's ``TaskDecisions`` node
+# Each task's ``TaskDecisions`` node
 # (keyed by the task id, so it outlives a deleted task whose decisions were
 # kept) holds the kept counters above and ``seq``, the last of the task's
 # creation numbers: an active decision carries its number as ``active_seq``
@@ -201,12 +275,13 @@ def open_count(store: Any, project_id: str) -> int | None:
 # sorting all of them.
 
 
-def take_numbers(tx: Tx, tids: list[str]) -> dict[str, int]:
-    """The last creation number of each task whose decisions are counted
-    (where kept), for :func:`number_new`. A read: call it before the unit's
-    first write."""
-    if not tx.serializable or not tids:
+def take_numbers(tx: Tx, project_id: str, tids: list[str]) -> dict[str, int]:
+    """The last creation number of each task whose decisions are counted,
+    for :func:`number_new`. Locks the counters and reads: call it before the
+    unit's first write."""
+    if not tids:
         return {}
+    lock(tx, project_id)
     return {
         r["id"]: int(r["seq"])
         for r in tx.read(
@@ -237,8 +312,7 @@ def start_task(tx: Tx, project_id: str, tid: str) -> None:
     read then a write, so call it after the unit's other reads. A task id
     that already has decisions (kept when their task was deleted) is left
     to be counted on its first read."""
-    if not tx.serializable:
-        return
+    lock(tx, project_id)
     if tx.read("MATCH (k:TaskDecisions {id: $id}) RETURN 1 AS x", {"id": tid}) or tx.read(
         "MATCH (d:Decision {task_id: $id}) RETURN 1 AS x LIMIT 1", {"id": tid}
     ):
@@ -248,12 +322,10 @@ def start_task(tx: Tx, project_id: str, tid: str) -> None:
     )
 
 
-def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
-    """A task's kept ``active`` and ``open`` counts and last ``seq``, or None
-    where they are not kept. A task never counted is counted once, in a
-    unit, first, and its active decisions numbered in creation order."""
-    if not store.serializable_units:
-        return None
+def task_state(store: Any, project_id: str, tid: str) -> dict[str, int]:
+    """A task's kept ``active`` and ``open`` counts and last ``seq``. A task
+    never counted is counted once, in a unit, first, and its active
+    decisions numbered in creation order."""
     rows = store.read(
         project_id,
         "MATCH (k:TaskDecisions {id: $id}) RETURN k.seq AS seq, k.active AS active, k.open AS open",
@@ -265,6 +337,7 @@ def task_state(store: Any, project_id: str, tid: str) -> dict[str, int] | None:
         return {"seq": 0, "active": 0, "open": 0}  # nothing to count (and reading writes nothing)
 
     def work(tx: Tx) -> dict[str, int]:
+        lock(tx, project_id)
         decisions = tx.read(
             "MATCH (d:Decision {task_id: $tid}) RETURN d.id AS id, d.status AS status, d.created_at AS at, "
             "d.active_seq AS seq, d.review_open AS open",

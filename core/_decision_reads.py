@@ -148,8 +148,7 @@ class DecisionReads:
         if whole_queue:
             kept = _counters.open_count(self.store, self.project_id)
         elif task_only:
-            state = _counters.task_state(self.store, self.project_id, params["tid"])
-            kept = None if state is None else state["open"]
+            kept = _counters.task_state(self.store, self.project_id, params["tid"])["open"]
         count = (
             kept
             if kept is not None
@@ -179,14 +178,26 @@ class DecisionReads:
             heads = _QUEUE_HEADS.setdefault(self.store, {})
             key = (self.project_id, scope)
             head = heads.get(key)
-            below = filters if scope else ""
+            # Neo4j keeps every project in one graph: the ranges are read
+            # from the project's (or the task's) part of the position index,
+            # which its planner would otherwise scan from the lowest position
+            # of any project
+            project = self._scope("d")
+            hint = ""
+            if not self.store.graph_per_project:
+                hint = (
+                    " USING INDEX SEEK d:Decision(task_id, queue_pos)"
+                    if scope
+                    else " USING INDEX SEEK d:Decision(project_id, queue_pos)"
+                )
+            below = filters if scope else project
             if head is None and scope is None:
-                head, below = heads.get((self.project_id, "")), ""
+                head, below = heads.get((self.project_id, "")), project
             if (
                 head is not None
                 and self.store.read(
                     self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                    f"MATCH (d:Decision){hint} WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
                     {**params, "head": head},
                 )[0]["n"]
             ):
@@ -202,7 +213,7 @@ class DecisionReads:
             while head is not None and head < end:
                 rows = self.store.read(
                     self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
+                    f"MATCH (d:Decision){hint} WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
                     f"{order}, d.queue_pos AS pos",
                     {**params, "lo": head, "top": head + width},
                 )
@@ -245,11 +256,8 @@ class DecisionReads:
     def review_counts(self) -> dict[str, int]:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict.
-        Where the store keeps the queue's counters (FalkorDB) they are read,
-        not counted."""
+        The queue's kept counters are read, not counted."""
         kept = _counters.kept_counts(self.store, self.project_id)
-        if kept is None:
-            return self.review_summary(causes=1)[0]
         return {
             "needs_review": kept["needs_review"],
             "unknown": kept["unknown"],
@@ -430,30 +438,11 @@ class DecisionReads:
         view (empty when the task has no active decision)."""
         tid = c.task_id(self.project_id, task_name)
         state = _counters.task_state(self.store, self.project_id, tid)
-        if state is not None:
-            count = state["active"]
-            active = self._newest_active(tid, state["seq"]) if count else []
-        else:
-            count = self.store.read(
-                self.project_id,
-                "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-                "RETURN count(d) AS n",
-                {"tid": tid, "p": self.project_id},
-            )[0]["n"]
-            active = (
-                read_decisions(
-                    self.store,
-                    self.project_id,
-                    "MATCH (d:Decision {task_id: $tid}) WHERE d.project_id = $p AND d.status = 'active' "
-                    f"WITH d ORDER BY d.created_at DESC, d.id LIMIT $n RETURN {_DECISION_FIELDS}",
-                    {"tid": tid, "p": self.project_id, "n": VIEW_DECISIONS},
-                )
-                if count
-                else []
-            )
+        count = state["active"]
+        active = self._newest_active(tid, state["seq"]) if count else []
         if not count:
             return {}
-        nothing_open = state is not None and not state["open"]
+        nothing_open = not state["open"]
         review = [] if nothing_open else self.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
         conflicts = self.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
         return {

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from . import _causes, _counters, _review
+from . import _causes, _counters
 from . import _common as c
 from ._supports import Resolved
 from .models.decision import Decision, ReviewState, Support
@@ -91,7 +91,8 @@ def write_new_decisions(
     events: list[dict[str, Any]] = []
     deps: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
-    positions = _review.Positions()
+    tally = _counters.Tally(tx, project_id, [], new={str(d[0].id): str(d[0].task_id) for d in planned})
+    positions = tally.positions
     for decision, resolved, explanation, supersedes in planned:
         did = str(decision.id)
         nodes.append(_node_row(project_id, decision, explanation, supersedes, positions))
@@ -109,9 +110,8 @@ def write_new_decisions(
             }
             for i, support in enumerate(decision.supports)
         ]
-    tally = _counters.Tally(tx, project_id, [], new={n["id"]: n["task_id"] for n in nodes})
     if numbers is None:
-        numbers = _counters.take_numbers(tx, [n["task_id"] for n in nodes])
+        numbers = _counters.take_numbers(tx, project_id, [n["task_id"] for n in nodes])
     _counters.number_new(tx, nodes, numbers)
     tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
     if docs:

@@ -21,12 +21,11 @@ Current supports are edges: ``CITES_DOC {seq}`` to the Document,
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
 from . import _common as c
-from ._counters import Tally
+from ._counters import Positions, Tally
 from .models.decision import DecisionStatus, ReviewReason, ReviewState
 from .stores.base import Tx
 
@@ -36,23 +35,6 @@ OWN_REASONS = (
     ReviewReason.source_removed.value,
     ReviewReason.source_changed_during_recording.value,
 )
-
-
-class Positions:
-    """Queue positions for the decisions that enter the review queue in one
-    unit: the unit's time in milliseconds, shifted, plus a counter, so the
-    queue reads oldest first (and, within a unit, roots before the decisions
-    queued beneath them). A page of the queue is read from a narrow range of
-    the ``queue_pos`` index instead of sorting every flagged decision."""
-
-    def __init__(self) -> None:
-        self.base = int(time.time() * 1000) << 20
-        self.used = 0
-
-    def take(self, n: int) -> list[int]:
-        first = self.base + self.used
-        self.used += n
-        return list(range(first, first + n))
 
 
 def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -106,7 +88,7 @@ def flag(
     queued = [r for r in queued if r["id"] not in flagged]
     tally = Tally(tx, project_id, [*ids, *(r["id"] for r in queued)], known=[*(known or []), *queued])
     tally.flagged(ids)
-    positions = Positions()
+    positions = tally.positions
     first = positions.take(len(ids))[0] if ids else 0
     tx.write(  # positions in the order of ids; ids as a plain list, which is quicker to send than maps
         "UNWIND range(0, size($ids) - 1) AS i WITH i, $ids[i] AS id MATCH (d:Decision {id: id}) "

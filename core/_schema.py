@@ -47,8 +47,12 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Decision", ("root_cause",)),  # a root-cause group of the queue (review_views)
         NodeIndex("Choice", ("id",), unique=True),
         NodeIndex("Choice", ("conflict",)),
+        NodeIndex("Choice", ("project_id", "conflict")),  # a project's conflicts, on Neo4j
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
+        # index-backed orderings: the queue of a project (Neo4j keeps every
+        # project in one graph) and of a task, a task's newest decisions
+        NodeIndex("Decision", ("project_id", "queue_pos")),
         NodeIndex("Decision", ("task_id", "active_seq")),
         NodeIndex("Decision", ("task_id", "queue_pos")),
         NodeIndex("ReviewQueue", ("id",), unique=True),

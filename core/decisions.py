@@ -219,7 +219,9 @@ class DecisionTraces(DecisionReads):
     ) -> tuple[Any, dict[str, Any]]:
         """The start of a write to an existing decision: lock it, answer a
         repeated request, refuse a missing or inactive one. Returns (answer,
-        decision row); the write goes ahead when the answer is None."""
+        decision row); the write goes ahead when the answer is None. The
+        kept counters' lock comes first: every decision write changes them."""
+        _counters.lock(tx, self.project_id)
         tx.lock("Decision", target)
         earlier = c.replayed(tx, replay, result_type, _reused(result_type))
         if earlier is not None:
@@ -292,6 +294,7 @@ class DecisionTraces(DecisionReads):
         tid = c.task_id(self.project_id, task_name)
 
         def work(tx: Tx) -> RecordDecisionResult:
+            _counters.lock(tx, self.project_id)
             tx.lock("Task", tid)
             earlier = c.replayed(tx, replay, RecordDecisionResult, _reused(RecordDecisionResult))
             if earlier is not None:
@@ -394,7 +397,7 @@ class DecisionTraces(DecisionReads):
         active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
         at = c.iso(c.now())
         queued, tally = self._retire(tx, target, _causes.superseded_cause(target))
-        numbers = _counters.take_numbers(tx, [old["task_id"]])
+        numbers = _counters.take_numbers(tx, self.project_id, [old["task_id"]])
         generation = task_generation(tx, old["task_id"])
         tx.write(
             "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.superseded_at = $at "
@@ -416,7 +419,7 @@ class DecisionTraces(DecisionReads):
             generation=generation,
         )
         tx.write("MATCH (o:Decision {id: $old}) SET o.superseded_by = $new", {"old": target, "new": str(decision.id)})
-        _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
+        _review.enqueue(tx, self.project_id, queued, at, tally.positions, tally=tally)
         norm = normalized(content.conclusion)
         self._write_choice(tx, old["choice_key"], [*active, {"id": str(decision.id), "norm": norm}], at)
         self._activity(tx, "supersede", target, f"{old['choice_key']}: revision {decision.revision}", explanation, at)
@@ -453,7 +456,7 @@ class DecisionTraces(DecisionReads):
                 ),
                 {"id": target, "reason": reason, "by": self.agent_id, "at": at},
             )
-            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
+            _review.enqueue(tx, self.project_id, queued, at, tally.positions, tally=tally)
             self._write_choice(tx, old["choice_key"], active, at)
             self._activity(tx, "reject", target, old["choice_key"], reason, at)
             decision = _decision(
@@ -591,6 +594,7 @@ class DecisionTraces(DecisionReads):
             return []
 
         def work(tx: Tx) -> list[Decision]:
+            _counters.lock(tx, self.project_id)
             found = BatchSupports.read(tx, self.project_id, planned)
             at = c.now()
             decisions = []
@@ -647,6 +651,7 @@ class DecisionTraces(DecisionReads):
         limit = c.clamp(limit, REVIEW_BATCH_MAX, REVIEW_BATCH_MAX)
 
         def work(tx: Tx) -> ReviewProgress:
+            _counters.lock(tx, self.project_id)
             batch = tx.read(
                 # any queued decisions will do: sorting the whole queue would
                 # cost time in proportion to it
@@ -666,7 +671,7 @@ class DecisionTraces(DecisionReads):
             tally = _counters.Tally(tx, self.project_id, [*ids, *(q["id"] for q in queued)], known=queued)
             at = c.iso(c.now())
             _review.write_review_step(tx, ids, flag_rows, cleared, at)
-            _review.enqueue(tx, self.project_id, queued, at, _review.Positions(), tally=tally)
+            _review.enqueue(tx, self.project_id, queued, at, tally.positions, tally=tally)
             return ReviewProgress(
                 moved=len(ids),
                 flagged=sorted(r["id"] for r in flag_rows),

@@ -112,8 +112,9 @@ class ConversationHistory:
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
         store.ensure_schema(self.project_id, CORE_SCHEMA)
         # The last event number this object saw per task: record_event first
-        # tries one compare-and-set statement with it (one round trip), and
-        # falls back to a full unit of work when another writer got there first.
+        # tries one compare-and-set statement with it (one round trip on
+        # FalkorDB, one transaction on Neo4j), and falls back to a full unit
+        # of work when another writer got there first.
         self._seq_hint: dict[str, int] = {}
 
     # -- reads used inside units ------------------------------------------
@@ -336,7 +337,7 @@ class ConversationHistory:
             }
             return RecordEventResult(recorded=True, event=event), params
 
-        prev = self._seq_hint.get(tid) if self.store.fast_single_writes else None
+        prev = self._seq_hint.get(tid)
         if prev is not None:
             fast = self._record_after(tid, prev, new_event, replay)
             if fast is not None:
@@ -362,7 +363,14 @@ class ConversationHistory:
         on its request record being absent). None when another writer was
         first: the caller's unit then sorts it out."""
         result, params = new_event(prev + 1)
-        query = "MATCH (t:Task {id: $tid}) WHERE t.event_seq = $prev "
+        query = "MATCH (t:Task {id: $tid}) "
+        if not self.store.graph_per_project:
+            # Neo4j reads committed data: the task's write lock first, so the
+            # number compared is the last one committed, not one a racing
+            # writer is about to replace (the event id's uniqueness would
+            # refuse the duplicate anyway; this refuses it before writing)
+            query += "SET t._lock = true REMOVE t._lock WITH t "
+        query += "WHERE t.event_seq = $prev "
         if replay.request_id is not None:
             query += "OPTIONAL MATCH (r:Request {id: $rq_id}) WITH t, r WHERE r IS NULL "
         query += "SET t.event_seq = $seq " + _EVENT_CREATE

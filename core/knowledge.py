@@ -23,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from . import _causes, _review
+from . import _causes, _counters, _review
 from . import _common as c
 from ._evidence import (
     CHUNK_TARGET,
@@ -261,6 +261,10 @@ class Graph:
         request, else write and remember the result with the write."""
 
         def work(tx: Tx) -> DocumentWriteResult:
+            # the kept counters' lock first, as every unit that may change
+            # them (a revision flags what cites the document); a decision
+            # written meanwhile locks the document after it (its citation)
+            _counters.lock(tx, self.project_id)
             tx.lock("Document", doc_id)
             earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
             if earlier is not None:

@@ -68,6 +68,7 @@ class HistoryRetention:
         replay = c.Replay(self.project_id, request_id, "redact_event", {"event": eid, "reason": reason})
 
         def work(tx: Tx) -> RetentionResult:
+            _counters.lock(tx, self.project_id)  # first: a redaction flags what cites the event
             tx.lock("Event", eid)
             earlier = c.replayed(tx, replay, RetentionResult, _reused)
             if earlier is not None:
@@ -204,6 +205,7 @@ class HistoryRetention:
         )
 
         def work(tx: Tx) -> RetentionResult:
+            _counters.lock(tx, self.project_id)  # first, as every unit that changes the kept counters
             tx.lock("Task", tid)
             earlier = c.replayed(tx, replay, RetentionResult, _reused)
             if earlier is not None:

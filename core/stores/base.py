@@ -125,13 +125,44 @@ class Tx:
     """
 
     writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    #: see ``GraphStore.serializable_units``
+    #: Whether the units of a project already run as if one at a time
+    #: (FalkorDB's WATCH aborts a unit when anything in the graph changed);
+    #: elsewhere :meth:`lock_kept` serializes the units that need it.
     serializable: bool = False
+    #: reads this unit made (so :meth:`lock_kept` can tell whether any came
+    #: before it), and the kept counters' node this unit has locked
+    reads_done: int = 0
+    kept_locked: str | None = None
+    #: what the services keep for the rest of one run of a unit
+    state: dict[str, Any] = field(default_factory=dict)
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         if self.writes:
             raise RuntimeError("a unit of work must do all of its reads before its first write")
+        self.reads_done += 1
         return self._run_read(query, dict(params or {}))
+
+    def lock_kept(self, label: str, node_id: str, project_id: str) -> bool:
+        """Take the write lock of the node of a project's kept counters
+        (creating it, with only ``id`` and ``project_id``), once per unit.
+
+        Every unit that reads a kept counter or number to rewrite it, or
+        changes what one counts, takes this lock before those reads, so such
+        units run one after the other on every backend (on FalkorDB they do
+        anyway). Returns True when this unit read something before the lock
+        on a backend where that read may since have been overtaken by a unit
+        that committed (Neo4j reads committed data): the caller reads it
+        again. Take it as a unit's first step where possible, so units take
+        their locks in one order (this node, then tasks, decisions,
+        documents) and rarely deadlock."""
+        if self.serializable or self.kept_locked == node_id:
+            return False
+        if self.writes:
+            raise RuntimeError("lock before writing")
+        stale = self.reads_done > 0
+        self._lock_kept(check_identifier(label), node_id, project_id)
+        self.kept_locked = node_id
+        return stale
 
     def lock(self, label: str, node_id: str) -> None:
         """Serialize this unit against others that lock the same node.
@@ -153,6 +184,9 @@ class Tx:
     def _lock(self, label: str, node_id: str) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def _lock_kept(self, label: str, node_id: str, project_id: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
 
 class GraphStore(ABC):
     """One backend. Thread-safe; share one per process and url."""
@@ -160,18 +194,9 @@ class GraphStore(ABC):
     #: "falkordb" or "neo4j"
     backend: str
     url: str
-    #: Whether a compare-and-set ``execute`` is cheaper than a unit of work.
-    #: On FalkorDB a unit costs three round trips and ``execute`` one; on
-    #: Neo4j both are one transaction, and racing compare-and-set statements
-    #: wait on each other's locks, so services use units there.
-    fast_single_writes: bool = False
     #: Whether each project is a graph of its own (FalkorDB), so a query need
     #: not filter on ``project_id`` (Neo4j keeps every project in one graph).
     graph_per_project: bool = False
-    #: Whether units of one project run as if one at a time (FalkorDB's WATCH
-    #: aborts a unit when anything in the graph changed), so a counter a unit
-    #: reads and rewrites stays exact. Neo4j locks only what a unit locks.
-    serializable_units: bool = False
 
     @abstractmethod
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:

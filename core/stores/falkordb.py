@@ -79,9 +79,7 @@ class _FalkorTx(Tx):
 
 class FalkorDBStore(GraphStore):
     backend = "falkordb"
-    fast_single_writes = True
     graph_per_project = True
-    serializable_units = True
 
     def __init__(
         self,

@@ -2,8 +2,9 @@
 
 Every node carries ``project_id`` (one database holds every project). A unit
 runs its reads, then its queued writes, in one transaction; ``tx.lock``
-takes a write lock on a node first, so read-decide-write units that lock the
-same node run one after the other. Transient errors (deadlocks, leader
+(and ``tx.lock_kept`` for the node of a project's kept counters) takes a
+write lock on a node first, so read-decide-write units that lock the same
+node run one after the other. Transient errors (deadlocks, leader
 switches) are retried by the driver.
 """
 
@@ -52,6 +53,24 @@ class _Neo4jTx(Tx):
         # Setting and removing a property takes the node's write lock and
         # leaves nothing behind.
         self._tx.run(f"MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock", {"id": node_id}).consume()
+
+    def _lock_kept(self, label: str, node_id: str, project_id: str) -> None:
+        # Locked as above: Neo4j's documented way to serialize
+        # read-modify-write units ("Lost updates": a write lock taken before
+        # the reads). Not by MERGE: a MERGE that finds the node takes a shared
+        # lock first, and two units waiting behind a third would then both
+        # hold it and deadlock turning it into a write lock. The node is
+        # merged only the first time (its uniqueness constraint makes racing
+        # merges create one).
+        found = self._tx.run(
+            f"OPTIONAL MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock RETURN n IS NOT NULL AS found",
+            {"id": node_id},
+        ).single()
+        if not found or not found["found"]:
+            self._tx.run(
+                f"MERGE (n:{label} {{id: $id}}) ON CREATE SET n.project_id = $p SET n._lock = true REMOVE n._lock",
+                {"id": node_id, "p": project_id},
+            ).consume()
 
 
 def _plain_row(record: Any) -> Row:

@@ -4,6 +4,11 @@ server process's memory over 1,000 page views.
 
     .venv/bin/python -m tests.benchmarks.pages [--decisions 100000] [--small 1000] [--backends falkordb,neo4j]
     .venv/bin/python -m tests.benchmarks.pages --demo [--backends falkordb]
+    .venv/bin/python -m tests.benchmarks.pages --processes 2 [--decisions 1000000]
+
+With ``--processes N`` the pages of the large set are also requested by N
+worker processes at once (each opens the store from its url, as server
+workers do), and their p50 / p95 and the requests per second are printed.
 
 With ``--demo`` the pages are measured on the large demo set
 (``seed_demo --size large``: 1,000 tasks of 1,000 events and 100 decisions,
@@ -144,13 +149,71 @@ def measure_pages(
     return out, project
 
 
-def run(title: str, store: GraphStore, large: int, small: int, *, demo: bool = False) -> None:
+def _worker(url: str, pages: list[str], views: int, out: Any) -> None:
+    """One server worker: its own process, store handle and session."""
+    import django as _django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    _django.setup()
+    from django.conf import settings as _settings
+    from django.contrib.auth.models import User as _User
+    from django.core.management import call_command as _call
+    from django.test import Client as _Client
+
+    from core.stores import open_store
+    from reviewer import store as _reviewer_store
+
+    _settings.ALLOWED_HOSTS = ["testserver"]
+    _settings.DEBUG = False
+    _call("migrate", interactive=False, verbosity=0)
+    _reviewer_store._store = open_store(url)
+    client = _Client()
+    client.force_login(_User.objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", is_staff=True))
+    samples: dict[str, list[float]] = {p: [] for p in pages}
+    for p in pages:
+        client.get(p)  # warm
+    out.put("ready")
+    start = time.perf_counter()
+    for i in range(views):
+        page = pages[i % len(pages)]
+        t = time.perf_counter()
+        assert client.get(page).status_code == 200, page
+        samples[page].append((time.perf_counter() - t) * 1000)
+    out.put((samples, time.perf_counter() - start))
+    _reviewer_store._store.close()
+
+
+def in_processes(url: str, pages: dict[str, str], processes: int, views: int) -> None:
+    """The pages requested by ``processes`` workers at once."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(url, list(pages.values()), views, out)) for _ in range(processes)]
+    for p in procs:
+        p.start()
+    results = [r for r in (out.get(timeout=600) for _ in range(2 * processes)) if r != "ready"]
+    for p in procs:
+        p.join(timeout=60)
+    by_url = {u: [x for samples, _ in results for x in samples[u]] for u in pages.values()}
+    wall = max(took for _, took in results)
+    total = sum(len(v) for v in by_url.values())
+    print(f"  {processes} worker processes at once, {views:,} page views each: {total / wall:,.0f} pages/s in all")
+    for name, u in pages.items():
+        p50, p95 = percentiles(by_url[u])
+        print(f"    {name:26} {p50:>8.1f} / {p95:>6.1f} ms")
+
+
+def run(
+    title: str, store: GraphStore, large: int, small: int, *, demo: bool = False, processes: int = 0, url: str = ""
+) -> None:
     reviewer_store._store = store  # the dashboard's own store handle
     user = User.objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", is_staff=True)
     client = Client()
     client.force_login(user)
     small_figures, small_project = measure(store, small, client)
     store.drop_project(small_project)
+    task = "task-0"
     if demo:
         project, task, document = demo_project(store)
         large_figures, large_project = measure_pages(
@@ -169,6 +232,21 @@ def run(title: str, store: GraphStore, large: int, small: int, *, demo: bool = F
     if store.backend == "falkordb":
         info = store._redis.info("memory")  # type: ignore[attr-defined]
         used = f"; store used memory {info['used_memory_human']}"
+    if processes > 1:
+        print(f"\n{title}:")
+        b = f"/p/{large_project}"
+        in_processes(
+            url,
+            {
+                "overview": f"{b}/",
+                "review queue": f"{b}/review/",
+                "review queue, page 40": f"{b}/review/?page=40",
+                "conflicts": f"{b}/conflicts/",
+                "task view": f"{b}/task/?{urlencode({'name': task})}",
+            },
+            processes,
+            200,
+        )
     store.drop_project(large_project)
     print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms")
     large_label = "large demo set p50 / p95" if demo else f"{large:,} decisions p50 / p95"
@@ -192,12 +270,13 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1_000)
     parser.add_argument("--backends", default="falkordb,neo4j")
     parser.add_argument("--demo", action="store_true", help="measure the large pages on the large demo set")
+    parser.add_argument("--processes", type=int, default=0, help="also request the pages from N worker processes")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
     call_command("migrate", interactive=False, verbosity=0)
-    for title, store, _url in each_store(args.backends):
-        run(title, store, args.decisions, args.small, demo=args.demo)
+    for title, store, url in each_store(args.backends):
+        run(title, store, args.decisions, args.small, demo=args.demo, processes=args.processes, url=url)
 
 
 if __name__ == "__main__":

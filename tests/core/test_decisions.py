@@ -399,8 +399,7 @@ def test_task_view_shows_the_newest_active_decisions_however_many_left(world: Wo
         assert world.traces.reject_decision(str(d.id), reason="retired").recorded
     ids, count = shown()
     assert count == 20 and sorted(ids) == sorted(str(d.id) for d in first)
-    if _counters.task_state(world.store, world.project_id, c.task_id(world.project_id, "pick-db")) is not None:
-        assert ids == [str(d.id) for d in reversed(first)]  # numbered in the order they were loaded
+    assert ids == [str(d.id) for d in reversed(first)]  # numbered in the order they were loaded
     replaced = world.traces.supersede_decision(
         str(first[0].id), conclusion="n", rationale="r", explanation="e", supports=[event]
     ).decision
@@ -722,8 +721,8 @@ def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) 
 
 
 def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
-    """Where the counters are kept (FalkorDB) they must equal a direct count
-    after every change to review state; elsewhere they are that count."""
+    """The kept counters (on both backends) equal a direct count after every
+    change to review state."""
 
     def direct() -> dict[str, int]:
         rows = world.store.read(
@@ -755,8 +754,7 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
             in_queue = sum(1 for r in rows if r["open"])
             assert world.traces.list_decisions_for_review(task).count == in_queue, (step, task)
             kept_task = _counters.task_state(world.store, world.project_id, tid)
-            if kept_task is not None:  # kept (FalkorDB): equal to the direct count
-                assert (kept_task["active"], kept_task["open"]) == (len(active), in_queue), (step, task)
+            assert (kept_task["active"], kept_task["open"]) == (len(active), in_queue), (step, task)
             found = world.history.get_task(task)
             if found.found:
                 view = found.view

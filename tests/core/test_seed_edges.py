@@ -233,18 +233,17 @@ def test_a_step_cannot_cite_text_its_document_does_not_have(world: World) -> Non
 
 
 def _task_counts_are_exact(world: World, task: str) -> None:
-    """The kept counters (where kept) agree with the decisions themselves."""
+    """The kept counters agree with the decisions themselves."""
     assert world.traces.review_counts() == world.traces.review_summary()[0]
     tid = c.task_id(world.project_id, task)
     kept = _counters.task_state(world.store, world.project_id, tid)
-    if kept is not None:
-        rows = world.store.read(
-            world.project_id,
-            "MATCH (d:Decision {task_id: $tid}) RETURN sum(CASE WHEN d.status = 'active' THEN 1 ELSE 0 END) AS active, "
-            "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open",
-            {"tid": tid},
-        )
-        assert (kept["active"], kept["open"]) == (rows[0]["active"] or 0, rows[0]["open"] or 0)
+    rows = world.store.read(
+        world.project_id,
+        "MATCH (d:Decision {task_id: $tid}) RETURN sum(CASE WHEN d.status = 'active' THEN 1 ELSE 0 END) AS active, "
+        "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open",
+        {"tid": tid},
+    )
+    assert (kept["active"], kept["open"]) == (rows[0]["active"] or 0, rows[0]["open"] or 0)
 
 
 def test_a_new_task_with_a_deleted_tasks_name_starts_empty_and_the_kept_decisions_stay(world: World) -> None:

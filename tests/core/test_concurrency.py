@@ -1,0 +1,334 @@
+"""Several processes against one store, on each backend: agents writing
+events and decisions, a reviewer settling the queue and revising the cited
+document, a sweep continuing the review. Afterwards every kept counter and
+number equals a direct count, no number was given twice, and everything the
+writers were told was recorded is there.
+
+Each process opens the store from its url, as a server worker would; they
+run for a bounded time (``SECONDS``), so the test costs the same however
+fast the machine is.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+import traceback
+import uuid
+from typing import Any
+
+from core import _common as c
+from core import _counters
+from core.decisions import DecisionTraces
+from core.history import ConversationHistory
+from core.knowledge import Graph
+from core.stores import GraphStore, GraphStoreError, open_store
+
+SECONDS = 20.0
+GRACE = 90.0
+AGENTS = 2
+POLICY = "Every service keeps its data in Postgres.\n\nBackups run nightly."
+
+
+def _ready(start: Any, out: Any) -> float:
+    """Say this process is up and wait for the others: the clock starts
+    once every process has its store open (spawning is slow on a busy
+    machine). Returns when to stop."""
+    go, until = start
+    out.put(("ready", 0, {}))
+    go.wait(timeout=300)
+    return until.value
+
+
+def _going(until: float, enough: bool) -> bool:
+    """Go on until the time is up, and on a machine so busy that this
+    process has not done its share of the race by then, until it has (at
+    most ``GRACE`` more seconds)."""
+    now = time.time()
+    return now < until or (not enough and now < until + GRACE)
+
+
+def _agent(url: str, project: str, n: int, start: Any, out: Any) -> None:
+    """Events on its own task and on the shared one (racing the other agent
+    for numbers), decisions that cite events, the document and each other,
+    and supersessions of its own decisions."""
+    acked: dict[str, Any] = {"events": [], "decisions": [], "errors": 0}
+    rnd = random.Random(n)
+    try:
+        store = open_store(url)
+        history = ConversationHistory(store, project_id=project, agent_id=f"agent-{n}")
+        traces = DecisionTraces(store, project_id=project, agent_id=f"agent-{n}")
+        graph = Graph(store, project_id=project, agent_id=f"agent-{n}")
+        mine: list[str] = []
+        i = 0
+        until = _ready(start, out)
+        while _going(until, i >= 12):
+            i += 1
+            try:
+                task = rnd.choice([f"own-{n}", "shared"])
+                payload = f"agent {n} event {i}"
+                result = history.record_event(task, kind="note", payload=payload, request_id=f"a{n}-e{i}")
+                if result.recorded:
+                    acked["events"].append((task, result.event.seq, str(result.event.id), payload))
+                if i % 3 == 0:
+                    supports: list[dict[str, Any]] = [{"kind": "event", "task_name": task, "seq": 1}]
+                    if mine:
+                        supports.append({"kind": "decision", "decision_id": rnd.choice(mine)})
+                    made = traces.record_decision(
+                        f"own-{n}",
+                        choice_key=f"a{n}-choice-{i}",
+                        conclusion=f"option {i % 2}",
+                        rationale="concurrency",
+                        supports=supports,
+                        request_id=f"a{n}-d{i}",
+                    )
+                    if made.recorded:
+                        mine.append(str(made.decision.id))
+                        acked["decisions"].append(str(made.decision.id))
+                if i % 7 == 0:
+                    # the current version: the reviewer keeps revising it
+                    cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
+                    loaded = traces.load_decisions(
+                        [
+                            {
+                                "task_name": "shared",
+                                "choice_key": f"a{n}-doc-{i}-{k}",
+                                "conclusion": "Postgres",
+                                "rationale": "the policy",
+                                "supports": [cite] + ([{"kind": "decision", "decision_id": mine[-1]}] if mine else []),
+                            }
+                            for k in range(3)
+                        ]
+                    )
+                    acked["decisions"] += [str(d.id) for d in loaded]
+                    mine += [str(d.id) for d in loaded]
+                if i % 5 == 0 and mine:
+                    target = rnd.choice(mine)
+                    new = traces.supersede_decision(
+                        target,
+                        conclusion=f"revised {i}",
+                        rationale="concurrency",
+                        explanation="a second thought",
+                        supports=[{"kind": "event", "task_name": f"own-{n}", "seq": 1}],
+                        request_id=f"a{n}-s{i}",
+                    )
+                    if new.recorded:
+                        mine.remove(target)
+                        mine.append(str(new.decision.id))
+                        acked["decisions"].append(str(new.decision.id))
+            except (GraphStoreError, ValueError) as exc:
+                # not acknowledged, so nothing to find afterwards (a batch
+                # citing a decision the reviewer just rejected is refused)
+                acked["errors"] += 1
+                acked.setdefault("kinds", set()).add(f"{type(exc).__name__}: {str(exc)[:60]}")
+        store.close()
+    except Exception:
+        acked["crash"] = traceback.format_exc()
+    out.put(("agent", n, acked))
+
+
+def _reviewer(url: str, project: str, start: Any, out: Any) -> None:
+    """Settles the head of the queue (rejects and reaffirms) and revises the
+    cited document, which flags what cites it."""
+    done: dict[str, Any] = {"rejected": [], "reaffirmed": 0, "revisions": 0, "errors": 0}
+    rnd = random.Random(99)
+    try:
+        store = open_store(url)
+        traces = DecisionTraces(store, project_id=project, agent_id="reviewer")
+        graph = Graph(store, project_id=project, agent_id="reviewer")
+        i = 0
+        until = _ready(start, out)
+        revised = time.time()
+        while _going(until, done["revisions"] >= 1 and len(done["rejected"]) >= 1):
+            i += 1
+            try:
+                if time.time() - revised > 1.5:
+                    graph.update("policy", POLICY + f"\n\nRevision {i}.")
+                    revised = time.time()
+                    done["revisions"] += 1
+                page = traces.list_decisions_for_review(limit=10).decisions
+                for d in page[:3]:
+                    if rnd.random() < 0.5:
+                        if traces.reject_decision(str(d.id), reason="no").recorded:
+                            done["rejected"].append(str(d.id))
+                    elif traces.reaffirm_decision(str(d.id)).recorded:
+                        done["reaffirmed"] += 1
+            except GraphStoreError:
+                done["errors"] += 1
+        store.close()
+    except Exception:
+        done["crash"] = traceback.format_exc()
+    out.put(("reviewer", 0, done))
+
+
+def _sweeper(url: str, project: str, start: Any, out: Any) -> None:
+    """Continues the review, and after each step notes every queue position
+    in use: a position two decisions held is one given twice, even if the
+    queue is empty at the end."""
+    done: dict[str, Any] = {"moved": 0, "errors": 0, "positions": 0, "twice": []}
+    holder: dict[int, str] = {}
+    try:
+        store = open_store(url)
+        traces = DecisionTraces(store, project_id=project, agent_id="sweep")
+        until = _ready(start, out)
+        while _going(until, done["moved"] >= 1):
+            try:
+                step = traces.continue_decision_review(limit=50)
+                done["moved"] += step.moved
+                for r in store.read(
+                    project,
+                    "MATCH (d:Decision) WHERE d.project_id = $p AND d.queue_pos IS NOT NULL "
+                    "RETURN d.id AS id, d.queue_pos AS pos",
+                    {"p": project},
+                ):
+                    if holder.setdefault(r["pos"], r["id"]) != r["id"]:
+                        done["twice"].append((r["pos"], holder[r["pos"]], r["id"]))
+                done["positions"] = len(holder)
+                if not step.moved:
+                    time.sleep(0.05)
+            except GraphStoreError:
+                done["errors"] += 1
+        store.close()
+    except Exception:
+        done["crash"] = traceback.format_exc()
+    out.put(("sweep", 0, done))
+
+
+def _direct(store: GraphStore, project: str) -> dict[str, int]:
+    """The queue's counters, counted from its decisions."""
+    rows = store.read(
+        project,
+        "MATCH (d:Decision) WHERE d.project_id = $p AND d.review_open = true "
+        "RETURN count(d) AS open, "
+        "sum(CASE WHEN d.review_state = 'needs_review' THEN 1 ELSE 0 END) AS needs_review, "
+        "sum(CASE WHEN d.review_state = 'unknown' THEN 1 ELSE 0 END) AS unknown, "
+        "sum(CASE WHEN d.queued = true THEN 1 ELSE 0 END) AS queued",
+        {"p": project},
+    )
+    return {k: int(rows[0][k] or 0) for k in _counters.COUNTERS}
+
+
+def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore, project_id: str) -> None:
+    history = ConversationHistory(store, project_id=project_id, agent_id="setup")
+    graph = Graph(store, project_id=project_id, agent_id="setup")
+    traces = DecisionTraces(store, project_id=project_id, agent_id="setup")
+    for task in ["shared", *(f"own-{n}" for n in range(AGENTS))]:
+        history.create_task(task, goal="race")
+        history.record_event(task, kind="note", payload="first")
+    graph.add("policy", POLICY)
+    cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
+    roots = traces.load_decisions(
+        [
+            {
+                "task_name": "shared",
+                "choice_key": f"root-{k}",
+                "conclusion": "Postgres",
+                "rationale": "policy",
+                "supports": [cite],
+            }
+            for k in range(10)
+        ]
+    )
+    # what depends on them is queued when the reviewer revises the policy
+    roots += traces.load_decisions(
+        [
+            {
+                "task_name": "shared",
+                "choice_key": f"built-on-{k}",
+                "conclusion": "a replica",
+                "rationale": "on the root",
+                "supports": [
+                    {"kind": "event", "task_name": "shared", "seq": 1},
+                    {"kind": "decision", "decision_id": str(r.id)},
+                ],
+            }
+            for k, r in enumerate(roots)
+        ]
+    )
+    assert _counters.kept_counts(store, project_id) == _direct(store, project_id)  # counted from the start
+
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    start = (ctx.Event(), ctx.Value("d", 0.0))
+    procs = [ctx.Process(target=_agent, args=(store.url, project_id, n, start, out)) for n in range(AGENTS)]
+    procs.append(ctx.Process(target=_reviewer, args=(store.url, project_id, start, out)))
+    procs.append(ctx.Process(target=_sweeper, args=(store.url, project_id, start, out)))
+    for p in procs:
+        p.start()
+    for _ in procs:
+        role, _n, r = out.get(timeout=300)
+        assert role == "ready", r
+    start[1].value = time.time() + SECONDS
+    start[0].set()
+    results = [out.get(timeout=SECONDS + GRACE + 180) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    by_role: dict[str, list[dict[str, Any]]] = {}
+    for role, _n, r in results:
+        assert "crash" not in r, r["crash"]
+        by_role.setdefault(role, []).append(r)
+    agents = by_role["agent"]
+    events = [e for a in agents for e in a["events"]]
+    decisions = [d for a in agents for d in a["decisions"]] + [str(d.id) for d in roots]
+    # the race happened: both agents wrote, the reviewer settled, the sweep moved
+    summary = {
+        role: [{k: (len(v) if isinstance(v, list) else v) for k, v in r.items()} for r in rs]
+        for role, rs in by_role.items()
+    }
+    print(summary)
+    assert all(len(a["events"]) >= 8 and a["decisions"] for a in agents), summary
+    assert by_role["reviewer"][0]["rejected"] and by_role["reviewer"][0]["revisions"], summary
+    assert by_role["sweep"][0]["moved"], summary
+
+    # everything acknowledged is there, as acknowledged
+    for task, seq, eid, payload in events:
+        got = history.list_events(task, after_seq=seq - 1, limit=1).events
+        assert got and str(got[0].id) == eid and got[0].payload == payload, (task, seq)
+    found = store.read(
+        project_id, "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN count(d) AS n", {"ids": decisions}
+    )[0]["n"]
+    assert found == len(set(decisions))
+    # no number given twice, none skipped
+    for task in ["shared", *(f"own-{n}" for n in range(AGENTS))]:
+        tid = c.task_id(project_id, task)
+        seqs = [
+            r["seq"] for r in store.read(project_id, "MATCH (e:Event {task_id: $t}) RETURN e.seq AS seq", {"t": tid})
+        ]
+        last = store.read(project_id, "MATCH (t:Task {id: $t}) RETURN t.event_seq AS n", {"t": tid})[0]["n"]
+        assert sorted(seqs) == list(range(1, last + 1)), task
+    positions = [
+        r["pos"]
+        for r in store.read(
+            project_id,
+            "MATCH (d:Decision) WHERE d.project_id = $p AND d.queue_pos IS NOT NULL RETURN d.queue_pos AS pos",
+            {"p": project_id},
+        )
+    ]
+    assert len(positions) == len(set(positions))
+    sweep = by_role["sweep"][0]
+    assert sweep["positions"] > 20 and not sweep["twice"], sweep
+    numbered = store.read(
+        project_id,
+        "MATCH (d:Decision) WHERE d.project_id = $p AND d.active_seq IS NOT NULL "
+        "RETURN d.task_id AS tid, d.active_seq AS seq",
+        {"p": project_id},
+    )
+    assert len(numbered) == len({(r["tid"], r["seq"]) for r in numbered})
+
+    # every kept counter equals a direct count
+    assert _counters.kept_counts(store, project_id) == _direct(store, project_id)
+    for task in ["shared", *(f"own-{n}" for n in range(AGENTS))]:
+        tid = c.task_id(project_id, task)
+        kept = _counters.task_state(store, project_id, tid)
+        direct = store.read(
+            project_id,
+            "MATCH (d:Decision {task_id: $t}) RETURN "
+            "sum(CASE WHEN d.status = 'active' THEN 1 ELSE 0 END) AS active, "
+            "sum(CASE WHEN d.review_open = true THEN 1 ELSE 0 END) AS open, max(d.active_seq) AS top",
+            {"t": tid},
+        )[0]
+        assert (kept["active"], kept["open"]) == (direct["active"] or 0, direct["open"] or 0), task
+        assert kept["seq"] >= (direct["top"] or 0), task
+    assert uuid.UUID(decisions[0])

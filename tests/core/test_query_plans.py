@@ -1,0 +1,116 @@
+"""The hot reads of the review pages are answered from indexes on Neo4j.
+
+Neo4j keeps every project in one graph, so a read that falls back to a
+label scan (``NodeByLabelScan``, ``AllNodesScan``) grows with every project's
+data. This test records the statements the hot reads send (the review
+queue's count and pages, one task's queue, a task view's newest decisions,
+the overview's counts) and asks Neo4j for each one's plan (``EXPLAIN``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from core import _decision_reads
+from core.decisions import DecisionTraces
+from core.history import ConversationHistory
+from core.knowledge import Graph
+from core.stores import GraphStore
+
+POLICY = "Every service keeps its data in Postgres.\n\nBackups run nightly."
+SCANS = ("NodeByLabelScan", "AllNodesScan")
+
+
+class Recording:
+    """The store, recording every read statement sent through it."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self._store = store
+        self.reads: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        self.reads.append((query, dict(params or {})))
+        return self._store.read(project_id, query, params)
+
+
+def operators(plan: Any) -> Iterator[str]:
+    details = plan.get("args", {}).get("Details", "")
+    yield str(plan["operatorType"]).split("@")[0] + (f" {details}" if "Index" in str(plan["operatorType"]) else "")
+    for child in plan.get("children", []):
+        yield from operators(child)
+
+
+def plan_of(store: GraphStore, query: str, params: dict[str, Any]) -> list[str]:
+    with store._driver.session(database=store._database) as session:  # type: ignore[attr-defined]
+        summary = session.run("EXPLAIN " + query, params).consume()
+    return list(operators(summary.plan))
+
+
+@pytest.fixture
+def project(neo4j_store: GraphStore) -> Iterator[str]:
+    import uuid
+
+    pid = "plan-" + uuid.uuid4().hex[:8]
+    history = ConversationHistory(neo4j_store, project_id=pid, agent_id="planner")
+    graph = Graph(neo4j_store, project_id=pid, agent_id="ingest")
+    traces = DecisionTraces(neo4j_store, project_id=pid, agent_id="planner")
+    for t in range(3):
+        history.create_task(f"task-{t}", goal="plans")
+    graph.add("policy", POLICY)
+    cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
+    traces.load_decisions(
+        [
+            {
+                "task_name": f"task-{n % 3}",
+                "choice_key": f"choice-{n}",
+                "conclusion": "Postgres",
+                "rationale": "the policy",
+                "supports": [cite],
+            }
+            for n in range(120)
+        ]
+    )
+    assert len(graph.update("policy", POLICY + "\n\nAmended.").flagged_decision_ids) == 120
+    yield pid
+    neo4j_store.drop_project(pid)
+
+
+def test_the_hot_review_reads_use_indexes_on_neo4j(
+    neo4j_store: GraphStore, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the queue's widening ranges of positions, as on a long queue
+    monkeypatch.setattr(_decision_reads, "QUEUE_SORT_LIMIT", 10)
+    recording = Recording(neo4j_store)
+    traces = DecisionTraces(recording, project_id=project, agent_id="reviewer")  # type: ignore[arg-type]
+    hot = {
+        "queue count and first page": lambda: traces.list_decisions_for_review(),
+        "queue page 3": lambda: traces.list_decisions_for_review(offset=40),
+        "one task's queue": lambda: traces.list_decisions_for_review("task-1"),
+        "task view's newest": lambda: traces.task_view_decisions("task-2"),
+        "overview counts": traces.review_counts,
+    }
+    seen: dict[str, list[str]] = {}
+    for name, read in hot.items():
+        read()  # the first read counts what was never counted
+        recording.reads.clear()
+        answer = read()
+        assert answer, name
+        assert recording.reads, name
+        for query, params in recording.reads:
+            ops = plan_of(neo4j_store, query, params)
+            seen[f"{name}: {query}"] = ops
+            assert not [op for op in ops if op.split()[0] in SCANS], f"{name} scans a label: {query}\n{ops}"
+    # the orderings come from the range indexes, not from a sort of the project
+    # (a scan of the whole position index, every project's, is no better)
+    page_reads = [ops for q, ops in seen.items() if "queue_pos" in q]
+    assert page_reads and all(any("IndexSeek" in op and "queue_pos" in op for op in ops) for ops in page_reads), (
+        page_reads
+    )
+    newest = [ops for q, ops in seen.items() if "active_seq >= $low" in q]
+    assert newest and all(any("IndexSeek" in op for op in ops) for ops in newest), newest
