@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 from django import template
+from django.urls import reverse
 
 from reviewer import presenters, visible
 from reviewer.presenters import REASON_LABELS, describe_cause
@@ -81,3 +82,43 @@ def request_id() -> str:
 def lookup(mapping: object, key: object) -> object:
     """``mapping[str(key)]``, or None: a read model's entry for an id."""
     return mapping.get(str(key)) if isinstance(mapping, dict) else None
+
+
+#: stands for a decision's id while a card's links are reversed once per page
+_PLACEHOLDER = uuid.UUID(int=0)
+_PLACEHOLDER_TEXT = str(_PLACEHOLDER)
+
+
+def _card_shapes(project: str, flow: bool) -> tuple[str, dict[str, tuple[str, str]]]:
+    """The task page's link and, for each link of a card that holds the
+    decision's id, what comes before and after the id. Reversed by Django
+    (the project converter encodes the id of any project), with a
+    placeholder id that ``rpartition`` finds after the project segment."""
+    names = {"detail": ("decision", ())}
+    if flow:
+        names |= {"reaffirm": ("queue_act", ("reaffirm",)), "reject": ("queue_act", ("reject",))}
+    else:
+        names |= {"reaffirm": ("reaffirm", ()), "reject": ("reject", ())}
+    shapes = {}
+    for key, (name, extra) in names.items():
+        head, _, tail = reverse(name, args=(project, _PLACEHOLDER, *extra)).rpartition(_PLACEHOLDER_TEXT)
+        shapes[key] = (head, tail)
+    return reverse("task", args=(project,)), shapes
+
+
+@register.simple_tag(takes_context=True)
+def card_links(context: template.Context, d: object) -> dict[str, str]:
+    """A queue card's id as text and its links (the decision page, its
+    reaffirm and reject actions, its task's page): the URL shapes are
+    reversed once per page render, not for each of the page's cards."""
+    project, flow = context.get("project"), bool(context.get("flow"))
+    key = ("reviewer_card_links", project, flow)
+    cached = context.render_context.get(key)
+    if cached is None:
+        cached = context.render_context[key] = _card_shapes(project, flow)
+    task, shapes = cached
+    did = str(getattr(d, "id", ""))
+    links = {key: head + did + tail for key, (head, tail) in shapes.items()}
+    links["id"] = did
+    links["task"] = task
+    return links
