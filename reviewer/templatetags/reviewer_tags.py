@@ -110,12 +110,18 @@ def _card_shapes(project: str, flow: bool) -> tuple[str, dict[str, tuple[str, st
 def card_links(context: template.Context, d: object) -> dict[str, str]:
     """A queue card's id as text and its links (the decision page, its
     reaffirm and reject actions, its task's page): the URL shapes are
-    reversed once per page render, not for each of the page's cards."""
+    reversed once per request, not for each of the page's cards."""
     project, flow = context.get("project"), bool(context.get("flow"))
-    key = ("reviewer_card_links", project, flow)
-    cached = context.render_context.get(key)
+    # kept on the request: each {% partial %} renders with a render context of its own
+    request = getattr(context, "request", None)
+    known = getattr(request, "_reviewer_card_links", None) if request is not None else None
+    if known is None:
+        known = {}
+        if request is not None:
+            request._reviewer_card_links = known
+    cached = known.get((project, flow))
     if cached is None:
-        cached = context.render_context[key] = _card_shapes(project, flow)
+        cached = known[(project, flow)] = _card_shapes(project, flow)
     task, shapes = cached
     did = str(getattr(d, "id", ""))
     links = {key: head + did + tail for key, (head, tail) in shapes.items()}

@@ -192,6 +192,45 @@ def test_a_project_id_of_any_text_is_reachable_on_every_page(odd: tuple[str, str
     ).decision.status.value == ("rejected")
 
 
+def test_the_queue_cards_act_on_their_own_decision_in_a_project_of_any_id(odd: tuple[str, str]) -> None:
+    """The cards' links are built once per page from a reversed shape; each
+    form and link still names this project and this card's decision."""
+    project, decision = odd
+    staff = Client()
+    staff.force_login(make_user("root", "steward", [project], staff=True))
+    page = staff.get(reverse("queue", kwargs={"project": project})).content.decode()
+    card = page[page.index(f'id="d-{decision}"') :]
+    actions = {html.unescape(a) for a in re.findall(r'action="(/p/[^"]+)"', card)}
+    assert actions == {
+        reverse("queue_act", kwargs={"project": project, "decision_id": decision, "action": action})
+        for action in ("reaffirm", "reject")
+    }, actions
+    for url in actions:
+        match = resolve(urllib.parse.unquote(url))
+        assert match.kwargs["project"] == project and str(match.kwargs["decision_id"]) == decision
+    detail = reverse("decision", kwargs={"project": project, "decision_id": decision})
+    assert f'data-detail="{escape(detail)}"' in card and f'href="{escape(detail)}#supersede"' in card
+    task = reverse("task", kwargs={"project": project})
+    assert f'href="{escape(task)}?name=choose-db"' in card
+
+
+def test_card_links_find_the_decision_after_the_project_even_when_the_project_looks_like_one() -> None:
+    from django.template import Context, Template
+
+    zero = "00000000-0000-0000-0000-000000000000"
+    d = uuid.UUID(int=1)
+    for project in [zero, f"{zero}/x", *ODD_IDS]:
+        for flow in (False, True):
+            out = Template("{% load reviewer_tags %}{% card_links d as u %}{{ u.detail }} {{ u.reaffirm }}").render(
+                Context({"d": type("D", (), {"id": d})(), "project": project, "flow": flow})
+            )
+            kind = "queue_act" if flow else "reaffirm"
+            args = {"action": "reaffirm"} if flow else {}
+            detail = reverse("decision", kwargs={"project": project, "decision_id": d})
+            act = reverse(kind, kwargs={"project": project, "decision_id": d, **args})
+            assert out == f"{escape(detail)} {escape(act)}", (project, flow, out)
+
+
 def test_the_project_converter_round_trips_any_text() -> None:
     for project in [*ODD_IDS, "acme", "%", "%%25", ".", "...", "a.b", "\u202e"]:
         url = reverse("queue", kwargs={"project": project})
