@@ -125,6 +125,8 @@ TEMPLATES = [
         },
     }
 ]
+# Django's form renderer with the common widgets (inputs, text areas) written out in Python: same markup
+FORM_RENDERER = "reviewer.renderers.Renderer"
 
 # Django's own data only (users, groups, sessions, API tokens). Graph data lives in the store.
 # DATABASE_URL (postgres://user:password@host:port/name) for production; a SQLite file otherwise.
