@@ -22,7 +22,7 @@ from django.utils.safestring import SafeData
 def _text(value: Any) -> str:
     """``{{ value|stringformat:'s' }}`` under autoescaping: text already
     marked safe is kept as it is, anything else is escaped."""
-    text = "%s" % (value,)
+    text = str(value)  # what "%s" does
     return text if isinstance(value, SafeData) else str(conditional_escape(text))
 
 

@@ -17,7 +17,7 @@ VALUES: list[Any] = [
     None,
     "",
     "plain",
-    '<script>alert("x")</script> & \'quotes\'',
+    "<script>alert(\"x\")</script> & 'quotes'",
     "line one\nline two\n",
     "\nstarts with a newline",
     "  spaced  ",
