@@ -15,18 +15,16 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
+from reviewer.env import env_positive_int
+
 
 def _count(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
     try:
-        value = int(raw)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise SystemExit(f"{name} must be a whole number of at least 1, not {raw!r}")
-    return value
+        return env_positive_int(name, default)
+    except ImproperlyConfigured as exc:  # gunicorn's master: a message, not a traceback
+        raise SystemExit(str(exc)) from None
 
 
 def default_workers() -> int:

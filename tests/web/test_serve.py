@@ -299,6 +299,21 @@ def test_serve_refuses_a_worker_count_below_one(tmp_path: Path) -> None:
     assert not (tmp_path / "graph").exists()  # refused before anything started
 
 
+@pytest.mark.parametrize("raw", ["0", "abc", "-2"])
+def test_gunicorns_own_command_line_refuses_a_bad_worker_count(tmp_path: Path, raw: str) -> None:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "gunicorn"), "-c", "python:reviewer.gunicorn_conf", "--check-config"],
+        cwd=ROOT,
+        env={**production_env(tmp_path), "REVIEWER_WORKERS": raw},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert f"REVIEWER_WORKERS must be a whole number of at least 1, not {raw!r}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("when", ["while setting up", "while serving"])
 def test_sigterm_to_up_stops_the_embedded_store(tmp_path: Path, when: str) -> None:
     data = tmp_path / "data"
