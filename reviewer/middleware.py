@@ -94,9 +94,12 @@ class StoreUnavailableMiddleware:
 def store_unavailable_response(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
 
+    # where the store is helps whoever runs the service, and nobody else
+    user = getattr(request, "user", None)
+    where = redact_url(settings.REVIEWER_STORE_URL) if user is not None and user.is_staff else ""
     body = render_to_string(
         "reviewer/store_unavailable.html",
-        {"store": redact_url(settings.REVIEWER_STORE_URL)},
+        {"store": where},
         request=request,
     )
     response = HttpResponse(body, status=503)

@@ -85,6 +85,16 @@ def test_a_store_that_is_down_gives_a_clear_503_page(client: Client, member: Use
     text = response.content.decode()
     assert "graph store is not answering" in text
     assert "Traceback" not in text and "pw-not-shown" not in text
+    assert "127.0.0.1:1" not in text  # where the store is, only for those who run it
+
+
+@override_settings(REVIEWER_STORE_URL="falkordb://svc:pw-not-shown@127.0.0.1:1")
+def test_the_503_page_tells_staff_where_the_store_is_without_the_password(client: Client, staff: User) -> None:
+    client.force_login(staff)
+    response = client.get("/")
+    assert response.status_code == 503
+    text = response.content.decode()
+    assert "127.0.0.1:1" in text and "pw-not-shown" not in text
 
 
 def test_the_dashboard_recovers_when_the_store_returns(client: Client, member: User) -> None:
