@@ -195,7 +195,7 @@ class ConversationHistory(_Service):
         return [Task.model_validate(t) for t in page["tasks"]], page["more"]
 
     def get_task(self, name: str) -> TaskLookup:
-        _, view = self._call("GET", f"/tasks/{_q(name)}", missing_ok=True)
+        _, view = self._call("GET", f"/tasks/{_q(c.escape_segment(name))}", missing_ok=True)
         return TaskLookup(found=False) if view is None else TaskLookup(found=True, view=TaskView.model_validate(view))
 
     def record_event(
@@ -211,26 +211,31 @@ class ConversationHistory(_Service):
         return self._model(
             RecordEventResult,
             "POST",
-            f"/tasks/{_q(task_name)}/events",
+            f"/tasks/{_q(c.escape_segment(task_name))}/events",
             {"kind": kind, "payload": payload, "role": role, "name": name},
             request_id=request_id,
         )
 
     def load_events(self, task_name: str, events: Sequence[dict[str, Any]]) -> int:
         """All or nothing, as the library's; the task's last event number."""
-        _status, answer = self._call("POST", f"/tasks/{_q(task_name)}/events/batch", {"events": list(events)})
+        _status, answer = self._call(
+            "POST", f"/tasks/{_q(c.escape_segment(task_name))}/events/batch", {"events": list(events)}
+        )
         if not answer["recorded"]:
             raise ValueError(answer["error"])
         return answer["last_event_seq"]
 
     def list_events(self, task_name: str, *, after_seq: int = 0, limit: int = 50) -> EventPage:
         _, page = self._call(
-            "GET", f"/tasks/{_q(task_name)}/events", query={"after_seq": after_seq, "limit": limit}, missing_ok=True
+            "GET",
+            f"/tasks/{_q(c.escape_segment(task_name))}/events",
+            query={"after_seq": after_seq, "limit": limit},
+            missing_ok=True,
         )
         return EventPage(found=False) if page is None else EventPage.model_validate(page)
 
     def fetch_event(self, task_name: str, seq: int) -> EventLookup:
-        _, event = self._call("GET", f"/tasks/{_q(task_name)}/events/{int(seq)}", missing_ok=True)
+        _, event = self._call("GET", f"/tasks/{_q(c.escape_segment(task_name))}/events/{int(seq)}", missing_ok=True)
         return EventLookup(found=False) if event is None else EventLookup(found=True, event=Event.model_validate(event))
 
     def set_step(
@@ -253,12 +258,19 @@ class ConversationHistory(_Service):
             "result_supports": _supports(result_supports),
         }
         return self._model(
-            SetStepResult, "PUT", f"/tasks/{_q(task_name)}/steps/{_q(name)}", body, request_id=request_id
+            SetStepResult,
+            "PUT",
+            f"/tasks/{_q(c.escape_segment(task_name))}/steps/{_q(c.escape_segment(name))}",
+            body,
+            request_id=request_id,
         )
 
     def list_steps(self, task_name: str, *, after_name: str | None = None, limit: int = 50) -> StepPage:
         return self._model(
-            StepPage, "GET", f"/tasks/{_q(task_name)}/steps", query={"after_name": after_name, "limit": limit}
+            StepPage,
+            "GET",
+            f"/tasks/{_q(c.escape_segment(task_name))}/steps",
+            query={"after_name": after_name, "limit": limit},
         )
 
 
@@ -299,7 +311,11 @@ class DecisionTraces(_Service):
             **self._content(conclusion, rationale, supports, assumptions, open_questions, fetched),
         }
         return self._model(
-            RecordDecisionResult, "POST", f"/tasks/{_q(task_name)}/decisions", body, request_id=request_id
+            RecordDecisionResult,
+            "POST",
+            f"/tasks/{_q(c.escape_segment(task_name))}/decisions",
+            body,
+            request_id=request_id,
         )
 
     def supersede_decision(
@@ -356,7 +372,7 @@ class DecisionTraces(_Service):
     ) -> DecisionPageLookup:
         _, page = self._call(
             "GET",
-            f"/tasks/{_q(task_name)}/decisions",
+            f"/tasks/{_q(c.escape_segment(task_name))}/decisions",
             missing_ok=True,
             query={"include_history": include_history, "limit": limit, "offset": offset},
         )

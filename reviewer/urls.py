@@ -1,10 +1,10 @@
-from django.urls import include, path, register_converter
+from django.urls import include, path
 
-from . import oidc
-from .converters import ProjectIdConverter
+from . import (
+    converters,  # noqa: F401  (registers the path converters)
+    oidc,
+)
 from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
-
-register_converter(ProjectIdConverter, "project")
 
 project = "p/<project:project>/"
 

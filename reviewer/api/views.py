@@ -59,6 +59,7 @@ from core.models import (
 from core.models.knowledge import DocumentErrorCode, DocumentInfo, DocumentVersion, DocumentWriteResult, FetchResult
 from core.stores import GraphStoreError, GraphStoreWriteConflictError
 
+from .. import converters  # noqa: F401  (registers the segment converter)
 from ..models import ApiToken
 from ..store import get_store, reset_store
 from . import schemas as s
@@ -333,12 +334,12 @@ def list_tasks(
     return {"tasks": tasks, "more": more}
 
 
-@router.get("/projects/{project}/tasks/{task}", response=reads(TaskView))
+@router.get("/projects/{project}/tasks/{segment:task}", response=reads(TaskView))
 def get_task(request: HttpRequest, project: str, task: str) -> Any:
     return found(agent(request, project).history.get_task(task).view)
 
 
-@router.post("/projects/{project}/tasks/{task}/events", response=records(RecordEventResult))
+@router.post("/projects/{project}/tasks/{segment:task}/events", response=records(RecordEventResult))
 def record_event(
     request: HttpRequest, project: str, task: str, body: s.RecordEvent, idempotency_key: str | None = key_header()
 ) -> Any:
@@ -356,7 +357,7 @@ def batch_request_id(key: str, n: int) -> str:
     return f"{base}#{n}"
 
 
-@router.post("/projects/{project}/tasks/{task}/events/batch", response=records(s.EventBatchResult))
+@router.post("/projects/{project}/tasks/{segment:task}/events/batch", response=records(s.EventBatchResult))
 def record_events(
     request: HttpRequest, project: str, task: str, body: s.EventBatch, idempotency_key: str | None = key_header()
 ) -> Any:
@@ -386,7 +387,7 @@ def record_events(
     return Status(200, s.EventBatchResult(recorded=True, last_event_seq=last, results=results))
 
 
-@router.get("/projects/{project}/tasks/{task}/events", response=reads(EventPage))
+@router.get("/projects/{project}/tasks/{segment:task}/events", response=reads(EventPage))
 def list_events(request: HttpRequest, project: str, task: str, after_seq: int = 0, limit: int = 50) -> Any:
     page = agent(request, project).history.list_events(task, after_seq=after_seq, limit=limit)
     if not page.found:
@@ -394,12 +395,12 @@ def list_events(request: HttpRequest, project: str, task: str, after_seq: int = 
     return page
 
 
-@router.get("/projects/{project}/tasks/{task}/events/{seq}", response=reads(Event))
+@router.get("/projects/{project}/tasks/{segment:task}/events/{seq}", response=reads(Event))
 def fetch_event(request: HttpRequest, project: str, task: str, seq: int) -> Any:
     return found(agent(request, project).history.fetch_event(task, seq).event)
 
 
-@router.put("/projects/{project}/tasks/{task}/steps/{step}", response=records(SetStepResult))
+@router.put("/projects/{project}/tasks/{segment:task}/steps/{segment:step}", response=records(SetStepResult))
 def set_step(
     request: HttpRequest,
     project: str,
@@ -423,7 +424,7 @@ def set_step(
     )
 
 
-@router.get("/projects/{project}/tasks/{task}/steps", response=reads(StepPage))
+@router.get("/projects/{project}/tasks/{segment:task}/steps", response=reads(StepPage))
 def list_steps(request: HttpRequest, project: str, task: str, after_name: str | None = None, limit: int = 50) -> Any:
     return agent(request, project).history.list_steps(task, after_name=after_name, limit=limit)
 
@@ -431,7 +432,7 @@ def list_steps(request: HttpRequest, project: str, task: str, after_name: str | 
 # -- decisions ----------------------------------------------------------------------
 
 
-@router.post("/projects/{project}/tasks/{task}/decisions", response=records(RecordDecisionResult))
+@router.post("/projects/{project}/tasks/{segment:task}/decisions", response=records(RecordDecisionResult))
 def record_decision(
     request: HttpRequest, project: str, task: str, body: s.RecordDecision, idempotency_key: str | None = key_header()
 ) -> Any:
@@ -450,7 +451,7 @@ def record_decision(
     )
 
 
-@router.get("/projects/{project}/tasks/{task}/decisions", response=reads(DecisionPage))
+@router.get("/projects/{project}/tasks/{segment:task}/decisions", response=reads(DecisionPage))
 def list_decisions(
     request: HttpRequest, project: str, task: str, include_history: bool = True, limit: int = 50, offset: int = 0
 ) -> Any:

@@ -98,3 +98,26 @@ def test_a_project_id_of_any_text_is_reachable_through_the_client(
     finally:
         store.drop_project(project_id)
         shared._store = before
+
+
+@pytest.mark.parametrize("name", ODD_IDS + ["50%41", "a b/c?d"])
+def test_a_task_or_step_named_with_any_text_is_reachable_through_the_client(
+    remote: tuple[Any, str], store: GraphStore, name: str
+) -> None:
+    portal, project = remote
+    history = client.ConversationHistory(portal, project_id=project, agent_id="planner")
+    traces = client.DecisionTraces(portal, project_id=project, agent_id="planner")
+    local = ConversationHistory(store, project_id=project, agent_id="planner")
+    assert history.create_task(name, goal="g").recorded
+    assert history.record_event(name, kind="note", payload="x").recorded
+    assert history.load_events(name, [{"kind": "note", "payload": "y"}]) == 2
+    assert history.set_step(name, name=name, state="completed").recorded
+    assert [s.name for s in history.list_steps(name).steps] == [name]
+    made = traces.record_decision(
+        name, choice_key="k", conclusion="c", rationale="r", supports=[{"kind": "event", "task_name": name, "seq": 1}]
+    )
+    assert made.recorded
+    assert [d.id for d in traces.list_decisions(name).page.decisions] == [made.decision.id]
+    assert history.fetch_event(name, 2).event.payload == "y"
+    assert history.get_task(name).view.task_name == name  # that task, not a neighbour spelled alike
+    assert history.list_events(name) == local.list_events(name)
