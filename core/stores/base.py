@@ -81,11 +81,14 @@ def redact_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class NodeIndex:
-    """An index on one label; ``unique`` makes it a uniqueness constraint."""
+    """An index on one label; ``unique`` makes it a uniqueness constraint.
+    ``ordered``: it is there for the order a composite index is read in
+    (Neo4j); a backend whose indexes give no order (FalkorDB) skips it."""
 
     label: str
     properties: tuple[str, ...]
     unique: bool = False
+    ordered: bool = False
 
     def __post_init__(self) -> None:
         check_identifier(self.label)

@@ -40,6 +40,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
 else:
     _IMPORT_ERROR = None
 
+#: The failures a managed transaction retries (``Neo4jError.is_retryable``:
+#: transient errors, and a cluster member that went away).
+_RETRIED: tuple[type[BaseException], ...] = (
+    (neo4j_errors.TransientError, neo4j_errors.SessionExpired, neo4j_errors.ServiceUnavailable)
+    if _IMPORT_ERROR is None
+    else ()
+)
+
 
 class _Neo4jTx(Tx):
     def __init__(self, tx: Any) -> None:
@@ -140,12 +148,20 @@ class Neo4jStore(GraphStore):
         return GraphStoreError(f"Neo4j at {redact_url(self.url)} failed: {exc}")
 
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
-        def run(tx: Any) -> list[Row]:
-            return [_plain_row(r) for r in tx.run(query, dict(params or {}))]
-
+        # One statement is its own transaction: sent as an auto-commit
+        # transaction it is one round trip (RUN and PULL together) instead of
+        # a managed one's BEGIN, RUN and PULL, then COMMIT. What a managed
+        # transaction would retry (a deadlock, a leader switch, a dropped
+        # connection) is retried as one, before anything was returned.
+        args = dict(params or {})
         try:
             with self._session(write=False) as session:
-                return session.execute_read(run)
+                try:
+                    return [_plain_row(r) for r in session.run(query, args)]
+                except _RETRIED:
+                    pass
+            with self._session(write=False) as session:
+                return session.execute_read(lambda tx: [_plain_row(r) for r in tx.run(query, args)])
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
 
