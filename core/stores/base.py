@@ -136,6 +136,10 @@ class Tx:
     #: before it), and the kept counters' node this unit has locked
     reads_done: int = 0
     kept_locked: str | None = None
+    #: the properties of the kept counters' node as the lock found them
+    #: (None where the lock reads nothing: FalkorDB, or a node just made);
+    #: only units holding the lock change it, so they hold for the unit
+    kept_found: dict[str, Any] | None = None
     #: what the services keep for the rest of one run of a unit
     state: dict[str, Any] = field(default_factory=dict)
 

@@ -70,11 +70,16 @@ class _Neo4jTx(Tx):
         # hold it and deadlock turning it into a write lock. The node is
         # merged only the first time (its uniqueness constraint makes racing
         # merges create one).
+        # The statement that locks it reads it too (``kept_found``): a unit
+        # that locks the counters to read them needs no second round trip.
         found = self._tx.run(
-            f"OPTIONAL MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock RETURN n IS NOT NULL AS found",
+            f"OPTIONAL MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock "
+            "RETURN n IS NOT NULL AS found, properties(n) AS props",
             {"id": node_id},
         ).single()
-        if not found or not found["found"]:
+        if found and found["found"]:
+            self.kept_found = _plain(found["props"])
+        else:
             self._tx.run(
                 f"MERGE (n:{label} {{id: $id}}) ON CREATE SET n.project_id = $p SET n._lock = true REMOVE n._lock",
                 {"id": node_id, "p": project_id},
