@@ -62,8 +62,14 @@ def positions(tx: Tx, project_id: str) -> Positions:
     found = tx.state.get("positions")
     if found is None:
         lock(tx, project_id)
-        rows = tx.read("MATCH (q:ReviewQueue {id: $id}) RETURN q.last_pos AS last", {"id": queue_node_id(project_id)})
-        found = tx.state["positions"] = Positions(rows[0]["last"] if rows else None)
+        if tx.kept_found is not None and tx.kept_locked == queue_node_id(project_id):  # the lock read it (Neo4j)
+            last = tx.kept_found.get("last_pos")
+        else:
+            rows = tx.read(
+                "MATCH (q:ReviewQueue {id: $id}) RETURN q.last_pos AS last", {"id": queue_node_id(project_id)}
+            )
+            last = rows[0]["last"] if rows else None
+        found = tx.state["positions"] = Positions(last)
     return found
 
 

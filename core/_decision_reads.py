@@ -163,8 +163,9 @@ class DecisionReads:
     def _queue_page(self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None) -> list[Decision]:
         """One page of the queue in ``queue_pos`` order.
 
-        Sorting every flagged decision costs time in proportion to the queue,
-        so a long queue is read through widening ranges of the position index
+        On Neo4j, one read in the order of the position index. On FalkorDB
+        (whose range index gives no order), sorting every flagged decision
+        costs time in proportion to the queue, so a long queue is read through widening ranges of the position index
         from its head; a range that yields a full page holds every decision
         before the page's end, so the page is exact. The head (the lowest
         position still queued) is remembered per project, and per task for
@@ -174,22 +175,25 @@ class DecisionReads:
         grow, and a decision leaving the queue only moves the head up."""
         order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}"
         filters = "".join(f" AND {w}" for w in where)
+        if not self.store.graph_per_project:
+            # Neo4j walks the project's (or the task's) part of a composite
+            # position index in its order when the ORDER BY names the
+            # index's leading property too: the page reads its own rows and
+            # those it skips, however long the queue (no head, no ranges)
+            lead = "task_id" if "tid" in params else "project_id"
+            return read_decisions(
+                self.store,
+                self.project_id,
+                f"MATCH (d:Decision) USING INDEX SEEK d:Decision({lead}, queue_pos) "
+                f"WHERE d.queue_pos IS NOT NULL AND d.review_open = true{filters} "
+                f"WITH d ORDER BY d.{lead}, d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
+                params,
+            )
         if count > QUEUE_SORT_LIMIT:
             heads = _QUEUE_HEADS.setdefault(self.store, {})
             key = (self.project_id, scope)
             head = heads.get(key)
-            # Neo4j keeps every project in one graph: the ranges are read
-            # from the project's (or the task's) part of the position index,
-            # which its planner would otherwise scan from the lowest position
-            # of any project
             project = self._scope("d")
-            hint = ""
-            if not self.store.graph_per_project:
-                hint = (
-                    " USING INDEX SEEK d:Decision(task_id, queue_pos)"
-                    if scope
-                    else " USING INDEX SEEK d:Decision(project_id, queue_pos)"
-                )
             below = filters if scope else project
             if head is None and scope is None:
                 head, below = heads.get((self.project_id, "")), project
@@ -197,7 +201,7 @@ class DecisionReads:
                 head is not None
                 and self.store.read(
                     self.project_id,
-                    f"MATCH (d:Decision){hint} WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                    f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
                     {**params, "head": head},
                 )[0]["n"]
             ):
@@ -213,7 +217,7 @@ class DecisionReads:
             while head is not None and head < end:
                 rows = self.store.read(
                     self.project_id,
-                    f"MATCH (d:Decision){hint} WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
+                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
                     f"{order}, d.queue_pos AS pos",
                     {**params, "lo": head, "top": head + width},
                 )
@@ -342,7 +346,19 @@ class DecisionReads:
         task_name = c.optional_text(task_name, "task_name")
         after_key = c.optional_text(after_key, "after_key")
         max_groups = c.clamp(max_groups, CONFLICT_GROUPS_MAX, CONFLICT_GROUPS_MAX, "max_groups")
-        if task_name is None:
+        # Neo4j reads a project's conflicted choices in key order from their
+        # index when the ORDER BY names its leading properties: a page of
+        # keys reads that page, not every conflict (FalkorDB sorts them)
+        ordered = not self.store.graph_per_project
+        if task_name is None and ordered:
+            keys = self.store.read(
+                self.project_id,
+                "MATCH (ch:Choice) USING INDEX SEEK ch:Choice(project_id, conflict, key) "
+                "WHERE ch.project_id = $p AND ch.conflict = true AND ch.key > coalesce($after, '') "
+                "WITH ch ORDER BY ch.project_id, ch.conflict, ch.key LIMIT $n RETURN ch.key AS key",
+                {"p": self.project_id, "n": max_groups + 1, "after": after_key},
+            )
+        elif task_name is None:
             keys = self.store.read(
                 self.project_id,
                 "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p "
@@ -356,8 +372,13 @@ class DecisionReads:
             # active key: no scan of the task's decisions, however many.
             keys = self.store.read(
                 self.project_id,
-                f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} WITH ch ORDER BY ch.key "
-                "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
+                (
+                    "MATCH (ch:Choice) USING INDEX SEEK ch:Choice(project_id, conflict, key) WHERE ch.conflict = true "
+                    "AND ch.project_id = $p AND ch.key IS NOT NULL WITH ch ORDER BY ch.project_id, ch.conflict, ch.key "
+                    if ordered
+                    else f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} WITH ch ORDER BY ch.key "
+                )
+                + "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
                 {
                     "tid": c.task_id(self.project_id, task_name),
                     "sep": "\x1f",

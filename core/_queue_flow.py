@@ -164,10 +164,10 @@ class QueueFlowViews:
         ``GROUP_SHOWN``), each with why reaffirming it cannot succeed now: what
         a group action previews and then acts on, one decision at a time."""
         where, params = self._flow_where(cause=cause)
+        match, order = self._in_order(cause=cause)
         rows = self.store.read(
             self.project_id,
-            f"MATCH (d:Decision) WHERE {where} WITH d ORDER BY d.queue_pos, d.id LIMIT $n "
-            f"RETURN {_DECISION_FIELDS}, d.queued AS queued",
+            f"{match} {where} WITH d ORDER BY {order} LIMIT $n RETURN {_DECISION_FIELDS}, d.queued AS queued",
             {**params, "n": self.GROUP_SHOWN + 1},
         )
         count = self._count(where, params)
@@ -197,6 +197,15 @@ class QueueFlowViews:
             return None
         where, params = self._flow_where(cause=cause)
         pos = rows[0]["pos"]
+        if not self.store.graph_per_project:  # Neo4j: the group's positions after it, in index order
+            match, order = self._in_order(cause=cause)
+            after = self.store.read(
+                self.project_id,
+                f"{match} {where} AND d.queue_pos >= $pos WITH d WHERE {_AFTER} "
+                f"WITH d ORDER BY {order} LIMIT 1 RETURN d.id AS id",
+                {**params, "id": str(decision_id), "pos": pos},
+            )
+            return after[0]["id"] if after else None
         # widening ranges of the position index after it, as the queue's pages are read
         end, width = Positions().base + (60_000 << 20), 4096
         while True:
@@ -260,9 +269,10 @@ class QueueFlowViews:
         if not rows or rows[0]["pos"] is None:
             return 0
         where, params = self._flow_where(cause=cause)
+        match, _order = self._in_order(cause=cause)
         return self.store.read(
             self.project_id,
-            f"MATCH (d:Decision) WHERE {where} AND d.queue_pos <= $hi WITH d WHERE {_BEFORE} RETURN count(d) AS n",
+            f"{match} {where} AND d.queue_pos <= $hi WITH d WHERE {_BEFORE} RETURN count(d) AS n",
             {**params, "id": str(decision_id), "pos": rows[0]["pos"], "hi": rows[0]["pos"] + _MARGIN},
         )[0]["n"]
 
@@ -320,10 +330,11 @@ class QueueFlowViews:
             where = where.replace("toLower(d.task_name) CONTAINS toLower($task)", "d.task_id IN $tids")
             params["tids"] = [c.task_id(self.project_id, t.name) for t in tasks]
         count = self._count(where, params)
+        match, order = self._in_order(cause=cause)
         rows = (
             self.store.read(
                 self.project_id,
-                f"MATCH (d:Decision) WHERE {where} WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n "
+                f"{match} {where} WITH d ORDER BY {order} SKIP $skip LIMIT $n "
                 f"RETURN {_DECISION_FIELDS}, coalesce(d.root_cause, '') AS cause",
                 {**params, "skip": (page - 1) * page_size, "n": page_size},
             )
@@ -355,6 +366,21 @@ class QueueFlowViews:
         return self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0][
             "n"
         ]
+
+    def _in_order(self, *, cause: str | None = None) -> tuple[str, str]:
+        """The MATCH of a read of the queue in queue order, up to its
+        WHERE's first condition, and its ORDER BY.
+        On Neo4j, a walk of a composite position index in its order (the
+        ORDER BY names the index's leading property, so the planner reads
+        the index in order instead of sorting what matched): a root-cause
+        group's part of it, or the project's; on FalkorDB, a sort."""
+        if self.store.graph_per_project:
+            return "MATCH (d:Decision) WHERE", "d.queue_pos, d.id"
+        lead = "root_cause" if cause else "project_id"
+        return (
+            f"MATCH (d:Decision) USING INDEX SEEK d:Decision({lead}, queue_pos) WHERE d.queue_pos IS NOT NULL AND",
+            f"d.{lead}, d.queue_pos, d.id",
+        )
 
     def _flow_where(
         self, *, task: str | None = None, reason: str | None = None, state: str | None = None, cause: str | None = None

@@ -48,6 +48,7 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Choice", ("id",), unique=True),
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("Choice", ("project_id", "conflict")),  # a project's conflicts, on Neo4j
+        NodeIndex("Choice", ("project_id", "conflict", "key"), ordered=True),  # ... in key order
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
         # index-backed orderings: the queue of a project (Neo4j keeps every
@@ -55,6 +56,7 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Decision", ("project_id", "queue_pos")),
         NodeIndex("Decision", ("task_id", "active_seq")),
         NodeIndex("Decision", ("task_id", "queue_pos")),
+        NodeIndex("Decision", ("root_cause", "queue_pos")),  # a root-cause group in queue order
         NodeIndex("ReviewQueue", ("id",), unique=True),
         NodeIndex("TaskDecisions", ("id",), unique=True),
         NodeIndex("Activity", ("id",), unique=True),

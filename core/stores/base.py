@@ -81,11 +81,14 @@ def redact_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class NodeIndex:
-    """An index on one label; ``unique`` makes it a uniqueness constraint."""
+    """An index on one label; ``unique`` makes it a uniqueness constraint.
+    ``ordered``: it is there for the order a composite index is read in
+    (Neo4j); a backend whose indexes give no order (FalkorDB) skips it."""
 
     label: str
     properties: tuple[str, ...]
     unique: bool = False
+    ordered: bool = False
 
     def __post_init__(self) -> None:
         check_identifier(self.label)
@@ -133,6 +136,10 @@ class Tx:
     #: before it), and the kept counters' node this unit has locked
     reads_done: int = 0
     kept_locked: str | None = None
+    #: the properties of the kept counters' node as the lock found them
+    #: (None where the lock reads nothing: FalkorDB, or a node just made);
+    #: only units holding the lock change it, so they hold for the unit
+    kept_found: dict[str, Any] | None = None
     #: what the services keep for the rest of one run of a unit
     state: dict[str, Any] = field(default_factory=dict)
 

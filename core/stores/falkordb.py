@@ -237,6 +237,8 @@ class FalkorDBStore(GraphStore):
             graph = self._graph(project_id)
             existing = self._existing_indexes(graph)
             for index in schema.indexes:
+                if index.ordered:
+                    continue
                 for prop in index.properties:
                     if (index.label, prop) not in existing:
                         self._exec_schema(graph, f"CREATE INDEX FOR (n:{index.label}) ON (n.{prop})")

@@ -40,6 +40,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
 else:
     _IMPORT_ERROR = None
 
+#: The failures a managed transaction retries (``Neo4jError.is_retryable``:
+#: transient errors, and a cluster member that went away).
+_RETRIED: tuple[type[BaseException], ...] = (
+    (neo4j_errors.TransientError, neo4j_errors.SessionExpired, neo4j_errors.ServiceUnavailable)
+    if _IMPORT_ERROR is None
+    else ()
+)
+
 
 class _Neo4jTx(Tx):
     def __init__(self, tx: Any) -> None:
@@ -62,11 +70,16 @@ class _Neo4jTx(Tx):
         # hold it and deadlock turning it into a write lock. The node is
         # merged only the first time (its uniqueness constraint makes racing
         # merges create one).
+        # The statement that locks it reads it too (``kept_found``): a unit
+        # that locks the counters to read them needs no second round trip.
         found = self._tx.run(
-            f"OPTIONAL MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock RETURN n IS NOT NULL AS found",
+            f"OPTIONAL MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock "
+            "RETURN n IS NOT NULL AS found, properties(n) AS props",
             {"id": node_id},
         ).single()
-        if not found or not found["found"]:
+        if found and found["found"]:
+            self.kept_found = _plain(found["props"])
+        else:
             self._tx.run(
                 f"MERGE (n:{label} {{id: $id}}) ON CREATE SET n.project_id = $p SET n._lock = true REMOVE n._lock",
                 {"id": node_id, "p": project_id},
@@ -140,12 +153,20 @@ class Neo4jStore(GraphStore):
         return GraphStoreError(f"Neo4j at {redact_url(self.url)} failed: {exc}")
 
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
-        def run(tx: Any) -> list[Row]:
-            return [_plain_row(r) for r in tx.run(query, dict(params or {}))]
-
+        # One statement is its own transaction: sent as an auto-commit
+        # transaction it is one round trip (RUN and PULL together) instead of
+        # a managed one's BEGIN, RUN and PULL, then COMMIT. What a managed
+        # transaction would retry (a deadlock, a leader switch, a dropped
+        # connection) is retried as one, before anything was returned.
+        args = dict(params or {})
         try:
             with self._session(write=False) as session:
-                return session.execute_read(run)
+                try:
+                    return [_plain_row(r) for r in session.run(query, args)]
+                except _RETRIED:
+                    pass
+            with self._session(write=False) as session:
+                return session.execute_read(lambda tx: [_plain_row(r) for r in tx.run(query, args)])
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
 

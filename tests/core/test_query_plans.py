@@ -114,3 +114,59 @@ def test_the_hot_review_reads_use_indexes_on_neo4j(
     )
     newest = [ops for q, ops in seen.items() if "active_seq >= $low" in q]
     assert newest and all(any("IndexSeek" in op for op in ops) for ops in newest), newest
+
+
+def test_the_review_pages_reads_use_indexes_and_index_order_on_neo4j(neo4j_store: GraphStore, project: str) -> None:
+    """Every read the review queue's pages and flow send (a page of the
+    queue, one task's, a page deep in it, a root-cause group, where "and
+    next" lands, the progress line, group sizes, the task filter, a
+    decision's actions, the overview, the document page, the conflicts) is
+    answered from indexes; and every read in queue order (or conflicts in
+    key order) walks an index in its order, reading what it returns (and
+    skips), not sorting what matched: no ``Sort`` or ``Top`` over the queue
+    or the conflicts, which grow with the data."""
+    from core.review_views import ReviewViews
+
+    recording = Recording(neo4j_store)
+    views = ReviewViews(recording, project_id=project, agent_id="reviewer")  # type: ignore[arg-type]
+    first = views.traces.list_decisions_for_review().decisions
+    cause = views.root_causes(first)[str(first[0].id)]
+    assert cause
+    group = views.group_review(cause)
+    assert group.count == 120 and len(group.items) == views.GROUP_SHOWN
+    hot = {
+        "queue page": lambda: views.queue_page(),
+        "queue page 3": lambda: views.queue_page(page=3),
+        "one task's queue": lambda: views.queue_page(task="task-1"),
+        "a reason's queue": lambda: views.queue_page(reason="source_changed"),
+        "task filter": lambda: views.queue_page_matching(task="TASK"),
+        "group preview": lambda: views.group_review(cause),
+        "and next": lambda: views.next_after_in_group(str(first[0].id), cause),
+        "progress": lambda: views.queue_progress(cause, group_total=120, next_id=str(first[3].id)),
+        "group sizes": lambda: views.group_sizes([cause, ""]),
+        "actions": lambda: views.review_actions_many(first),
+        "overview": lambda: views.traces.review_summary(causes=10),
+        "document page": lambda: views.document_page("policy"),
+        "conflicts page": lambda: views.traces.list_conflicts(),
+        "conflicts page 2": lambda: views.traces.list_conflicts(after_key="choice-1"),
+        "a task's conflicts": lambda: views.traces.list_conflicts(task_name="task-1"),
+    }
+    for name, read in hot.items():
+        read()
+        recording.reads.clear()
+        assert read() is not None, name
+        assert recording.reads, name
+        for query, params in recording.reads:
+            ops = plan_of(neo4j_store, query, params)
+            assert not [op for op in ops if op.split()[0] in SCANS], f"{name} scans a label: {query}\n{ops}"
+            ordered_by = query.split("ORDER BY")[1] if "ORDER BY" in query else ""
+            if "ch.key" in ordered_by:  # a page of conflicts, from the choices' index in key order
+                assert any("IndexSeek" in op and "key" in op for op in ops), f"{name}: {query}\n{ops}"
+                assert not [op for op in ops if op.split()[0] in ("Sort", "Top")], f"{name} sorts: {query}\n{ops}"
+            if "queue_pos" in ordered_by:
+                assert any("IndexSeek" in op and "queue_pos" in op for op in ops), f"{name}: {query}\n{ops}"
+                assert not [op for op in ops if op.split()[0] in ("Sort", "Top")], f"{name} sorts: {query}\n{ops}"
+    # the flow's answers are the queue's order
+    assert views.next_after_in_group(str(first[0].id), cause) == str(first[1].id)
+    assert [str(i.decision.id) for i in group.items[:20]] == [str(d.id) for d in first]
+    assert views.queue_page(page=3).result.decisions == views.traces.list_decisions_for_review(offset=40).decisions
