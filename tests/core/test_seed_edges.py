@@ -336,6 +336,14 @@ def _counters_exact(world: World, step: str) -> None:
     kept = world.traces.review_counts()
     assert kept == counted, step
     assert all(v >= 0 for v in kept.values()), step
+    # a root cause only while in the queue: the queue's group sizes count it alone
+    stray = world.store.read(
+        world.project_id,
+        "MATCH (d:Decision) WHERE d.project_id = $p AND d.root_cause IS NOT NULL "
+        "AND (d.review_open IS NULL OR d.review_open <> true) RETURN count(d) AS n",
+        {"p": world.project_id},
+    )[0]["n"]
+    assert stray == 0, step
 
 
 def test_a_queued_dependant_whose_dependency_was_reaffirmed_leaves_the_queue(world: World) -> None:
