@@ -256,6 +256,10 @@ class DecisionReads:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict.
         The queue's kept counters are read, not counted."""
+        if self.store.graph_per_project:
+            found = self._kept_counts_and_conflicts()
+            if found is not None:
+                return found
         kept = _counters.kept_counts(self.store, self.project_id)
         return {
             "needs_review": kept["needs_review"],
@@ -263,6 +267,23 @@ class DecisionReads:
             "queued": kept["queued"],
             "conflicts": self._conflict_count(),
         }
+
+    def _kept_counts_and_conflicts(self) -> dict[str, int] | None:
+        """``review_counts`` in one round trip where a project is a graph of
+        its own (FalkorDB): the kept counters and the conflicts' count read
+        together. None when the counters were never counted (then
+        ``kept_counts`` counts them)."""
+        rows = self.store.read(
+            self.project_id,
+            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) WITH q OPTIONAL MATCH (ch:Choice) WHERE ch.conflict = true "
+            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, "
+            "count(ch) AS conflicts",
+            {"qid": _counters.queue_node_id(self.project_id)},
+        )
+        if not rows or any(rows[0][k] is None for k in _counters.COUNTERS):
+            return None
+        row = rows[0]
+        return {k: int(row[k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
 
     def _conflict_count(self) -> int:
         return self.store.read(
