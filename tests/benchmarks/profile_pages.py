@@ -341,13 +341,11 @@ def _ours(stats: pstats.Stats, top: int, calls: int) -> list[str]:
 
 
 def _short(filename: str) -> str:
-    root = str(Path(__file__).resolve().parents[2]) + "/"
-    if filename.startswith(root):
-        return filename[len(root) :]
     for marker in ("site-packages/", "/lib/python3"):
         if marker in filename:
             return filename.split(marker, 1)[1]
-    return filename
+    root = str(Path(__file__).resolve().parents[2]) + "/"
+    return filename[len(root) :] if filename.startswith(root) else filename
 
 
 def table(title: str, rows: list[dict[str, Any]]) -> str:
