@@ -275,9 +275,11 @@ class DecisionReads:
         ``kept_counts`` counts them)."""
         rows = self.store.read(
             self.project_id,
-            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) WITH q OPTIONAL MATCH (ch:Choice) WHERE ch.conflict = true "
-            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, "
-            "count(ch) AS conflicts",
+            # the count first, through the conflict index (behind an
+            # OPTIONAL MATCH it scans every choice: five times slower)
+            "MATCH (ch:Choice) WHERE ch.conflict = true WITH count(ch) AS conflicts "
+            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, conflicts",
             {"qid": _counters.queue_node_id(self.project_id)},
         )
         if not rows or any(rows[0][k] is None for k in _counters.COUNTERS):
