@@ -240,27 +240,30 @@ class DecisionReads:
         causes of ``review_root_causes``, the causes in one pass over the
         review queue."""
         causes = c.clamp(causes, 50, 200, "causes")
+        return self.review_counts(), self._open_causes(causes)
+
+    def _open_causes(self, limit: int) -> list[tuple[str, int]]:
+        """The root causes of the review queue with how many each, most
+        first. The queue's counts come from the kept counters: grouping by
+        the cause alone reads one property of each open decision, not three
+        (a third of the time at 100,000 decisions on FalkorDB); still one
+        pass over the queue."""
         rows = self.store.read(
             self.project_id,
             f"MATCH (d:Decision) WHERE d.review_open = true{self._scope('d')} "
-            "RETURN d.review_state AS state, d.queued AS queued, coalesce(d.root_cause, '') AS cause, count(d) AS n",
+            "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
             {"p": self.project_id},
         )
-        counts = {"needs_review": 0, "unknown": 0, "queued": 0}
-        by_cause: dict[str, int] = {}
-        for r in rows:
-            if r["state"] in counts:
-                counts[r["state"]] += r["n"]
-            if r["queued"]:
-                counts["queued"] += r["n"]
-            by_cause[r["cause"]] = by_cause.get(r["cause"], 0) + r["n"]
-        ranked = sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))[:causes]
-        return {**counts, "conflicts": self._conflict_count()}, ranked
+        return sorted(((r["cause"], r["n"]) for r in rows), key=lambda kv: (-kv[1], kv[0]))[:limit]
 
     def review_counts(self) -> dict[str, int]:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict.
         The queue's kept counters are read, not counted."""
+        if self.store.graph_per_project:
+            found = self._kept_counts_and_conflicts()
+            if found is not None:
+                return found
         kept = _counters.kept_counts(self.store, self.project_id)
         return {
             "needs_review": kept["needs_review"],
@@ -268,6 +271,25 @@ class DecisionReads:
             "queued": kept["queued"],
             "conflicts": self._conflict_count(),
         }
+
+    def _kept_counts_and_conflicts(self) -> dict[str, int] | None:
+        """``review_counts`` in one round trip where a project is a graph of
+        its own (FalkorDB): the kept counters and the conflicts' count read
+        together. None when the counters were never counted (then
+        ``kept_counts`` counts them)."""
+        rows = self.store.read(
+            self.project_id,
+            # the count first, through the conflict index (behind an
+            # OPTIONAL MATCH it scans every choice: five times slower)
+            "MATCH (ch:Choice) WHERE ch.conflict = true WITH count(ch) AS conflicts "
+            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, conflicts",
+            {"qid": _counters.queue_node_id(self.project_id)},
+        )
+        if not rows or any(rows[0][k] is None for k in _counters.COUNTERS):
+            return None
+        row = rows[0]
+        return {k: int(row[k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
 
     def _conflict_count(self) -> int:
         return self.store.read(

@@ -283,10 +283,14 @@ class QueueFlowViews:
         sizes = dict.fromkeys(causes, 0)
         named = [cause for cause in causes if cause]
         if named:  # each through the root-cause index
+            # A decision holds a root cause only while it is in the queue
+            # (it is set with ``review_open`` and removed with it: see
+            # ``_review.LEAVE_QUEUE``), so the index alone counts the group,
+            # without reading each decision (half the time on FalkorDB).
             rows = self.store.read(
                 self.project_id,
-                "UNWIND $causes AS cause MATCH (d:Decision {root_cause: cause}) WHERE d.review_open = true"
-                f"{'' if self.store.graph_per_project else ' AND d.project_id = $p'} RETURN cause, count(d) AS n",
+                "UNWIND $causes AS cause MATCH (d:Decision {root_cause: cause})"
+                f"{'' if self.store.graph_per_project else ' WHERE d.project_id = $p'} RETURN cause, count(d) AS n",
                 {"p": self.project_id, "causes": named},
             )
             sizes.update({r["cause"]: r["n"] for r in rows})

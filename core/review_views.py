@@ -272,6 +272,15 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
     # -- a decision --------------------------------------------------------------
 
     def decision_review(self, decision: Decision) -> DecisionReview:
+        # the supports' views, the supersede choices and the actions each
+        # read the documents cited: once each here
+        real, self.graph = self.graph, _Memo(self.graph)  # type: ignore[assignment]
+        try:
+            return self._decision_review(decision)
+        finally:
+            self.graph = real
+
+    def _decision_review(self, decision: Decision) -> DecisionReview:
         d = decision
         depends = self.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
         history = self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50)
@@ -397,10 +406,12 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             return None
         rows = self.store.read(
             self.project_id,
+            # sorted on the two properties of the order alone: every citer is
+            # read, but only the page's are read whole
             "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-            "RETURN r.seq AS seq, d.id AS id, d.choice_key AS key, d.task_name AS task, d.review_state AS state, "
-            "d.revision AS revision, d.status AS status "
-            f"ORDER BY seq DESC, key LIMIT {self.CITERS_SHOWN}",
+            f"WITH r.seq AS seq, d.choice_key AS key, d ORDER BY seq DESC, key LIMIT {self.CITERS_SHOWN} "
+            "RETURN seq, d.id AS id, key, d.task_name AS task, d.review_state AS state, "
+            "d.revision AS revision, d.status AS status",
             {"id": str(info.node_id)},
         )
         citing: dict[int, list[CitingDecision]] = {}

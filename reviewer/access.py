@@ -98,15 +98,19 @@ def projects_for(user: User, store: GraphStore) -> list[str]:
     return sorted(roles_of(user))
 
 
-def require_project(user: User, project_id: str) -> None:
-    """404 for a project the person may not open (as if it did not exist)."""
+def require_project(user: User, project_id: str) -> GraphStore | None:
+    """404 for a project the person may not open (as if it did not exist).
+    The store, when this check pinged it (staff: the project must exist),
+    so the page need not ping it again."""
     if not project_id or len(project_id) > 200 or "\x00" in project_id:
         raise Http404("no such project")
     if is_staff(user):
         from .store import check_store
 
-        if project_id not in check_store().list_projects():
+        store = check_store()
+        if project_id not in store.list_projects():
             raise Http404("no such project")
-        return
+        return store
     if role_of(user, project_id) is None:
         raise Http404("no such project")
+    return None

@@ -31,10 +31,12 @@ class Project:
 
     id: str
     user: Any
+    #: the store as the access check found it answering in this request
+    checked: Any = None
 
     @cached_property
     def store(self) -> Any:
-        return check_store()
+        return self.checked or check_store()
 
     @cached_property
     def agent(self) -> str:
@@ -78,9 +80,9 @@ class Project:
 def _project(request: HttpRequest, project_id: str) -> Project:
     """The project's services, once the person may open it; from here on
     the page context has the project (``reviewer.context``)."""
-    access.require_project(request.user, project_id)
+    checked = access.require_project(request.user, project_id)
     setattr(request, PROJECT_ATTRIBUTE, project_id)
-    return Project(project_id, request.user)
+    return Project(project_id, request.user, checked)
 
 
 def _param(source: Any, name: str, limit: int = 1000) -> str:

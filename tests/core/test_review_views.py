@@ -207,3 +207,17 @@ def test_review_until_done_stops_after_max_moved(world: World) -> None:
     assert (run.moved, run.done) == (3, False)
     assert world.traces.review_counts()["queued"] == 2
     assert review_until_done(world.traces).moved == 2
+
+
+def test_a_root_cause_group_counts_the_decisions_still_in_the_queue(world: World) -> None:
+    """The queue's group sizes: a decision that leaves the queue (reaffirmed,
+    rejected, superseded) no longer counts in its group."""
+    made = [world.record(t, f"k{i}", "Postgres").decision for i, t in enumerate(["pick-db", "billing", "pick-db"])]
+    world.graph.update("adr", "Preface.\n\n" + ADR)  # the passage moved: all three flagged
+    [(cause, n)] = world.traces.review_root_causes()
+    assert n == 3
+    assert views(world).group_sizes([cause, "nothing:here"]) == {cause: 3, "nothing:here": 0}
+    assert world.traces.reaffirm_decision(str(made[0].id), explanation="still holds").recorded
+    assert world.traces.reject_decision(str(made[1].id), reason="wrong").recorded
+    assert views(world).group_sizes([cause]) == {cause: 1}
+    assert world.traces.review_root_causes() == [(cause, 1)]

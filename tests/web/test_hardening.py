@@ -231,6 +231,24 @@ def test_card_links_find_the_decision_after_the_project_even_when_the_project_lo
             assert out == f"{escape(detail)} {escape(act)}", (project, flow, out)
 
 
+def test_decision_url_is_the_decision_pages_url_for_any_project() -> None:
+    """``{% decision_url %}`` (conflicts, document, task pages) gives what
+    ``{% url 'decision' %}`` gives, escaped alike; an id that is no UUID is
+    refused by Django as before."""
+    from django.template import Context, Template
+    from django.urls import NoReverseMatch
+
+    zero = "00000000-0000-0000-0000-000000000000"
+    page = Template("{% load reviewer_tags %}{% for i in ids %}{% decision_url project i %} {% endfor %}")
+    django_page = Template("{% for i in ids %}{% url 'decision' project i %} {% endfor %}")
+    ids = [uuid.UUID(int=1), str(uuid.uuid4()), uuid.uuid4()]
+    for project in [zero, f"{zero}/x", *ODD_IDS]:
+        context = {"project": project, "ids": ids}
+        assert page.render(Context(context)) == django_page.render(Context(context)), project
+    with pytest.raises(NoReverseMatch):
+        page.render(Context({"project": "acme", "ids": ["not-a-uuid"]}))
+
+
 def test_the_project_converter_round_trips_any_text() -> None:
     for project in [*ODD_IDS, "acme", "%", "%%25", ".", "...", "a.b", "\u202e"]:
         url = reverse("queue", kwargs={"project": project})
