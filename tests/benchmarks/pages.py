@@ -78,21 +78,26 @@ def rss_mb(pid: int | None = None) -> float:
 
 
 def store_memory(store: GraphStore) -> tuple[int, str]:
-    """The store's memory in bytes, and what that figure is."""
+    """The store's memory in bytes, and what that figure is: FalkorDB's
+    ``used_memory``; Neo4j's store files on disk, which Neo4j writes at a
+    checkpoint (a clean shutdown, or its own every 15 minutes; Community has
+    no procedure to force one), so they are exact only for a store just
+    opened after a clean shutdown, as a kept store is."""
     if store.backend == "falkordb":
         info = store._redis.info("memory")  # type: ignore[attr-defined]
         return int(info["used_memory"]), "FalkorDB used_memory"
     home = server_home(store)
-    try:
-        store.execute("", "CALL db.checkpoint()")
-    except Exception:  # a server that cannot checkpoint: the files as they are
-        pass
     if home is None:
         return 0, "Neo4j store files (unknown: not a server this process started)"
+    return neo4j_files(home), "Neo4j store files on disk at the last checkpoint"
+
+
+def neo4j_files(home: str) -> int:
+    """Bytes in the Neo4j server's store files for its ``neo4j`` database."""
     total = 0
     for root, _dirs, files in os.walk(os.path.join(home, "data", "databases", "neo4j")):
         total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
-    return total, "Neo4j store files on disk after a checkpoint"
+    return total
 
 
 def neo4j_heap_mb(store: GraphStore) -> str:
@@ -297,6 +302,7 @@ def in_processes(url: str, pages: dict[str, str], processes: int, views: int) ->
 
 def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> None:
     reviewer_store._store = store  # the dashboard's own store handle
+    opened = store_memory(store)
     user = User.objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", is_staff=True)
     client = Client()
     client.force_login(user)
@@ -369,26 +375,31 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
             f"  {name:28} {small:>34} {l50:>10.1f} / {l95:>6.1f} ms, {lcpu:>5.1f} ms   p95 {l95 / floor:>5.0f}x floor"
         )
     print(f"  server process: {before:.0f} MB resident before {args.views:,} page views, {after:.0f} MB after")
-    print("  " + store_figures(store, spot))
+    if store.backend == "falkordb":
+        opened = store_memory(store)
+    print("  " + store_figures(store, spot, opened, args.neo4j_pagecache))
 
 
-def store_figures(store: GraphStore, spot: dict[str, Any]) -> str:
-    """The store's memory now, and per decision and per event from the
-    seeding's stages."""
-    used, what = store_memory(store)
+def store_figures(store: GraphStore, spot: dict[str, Any], opened: tuple[int, str], pagecache: str) -> str:
+    """The store's memory, and per decision and per event: on FalkorDB from
+    the seeding's stages (the growth of ``used_memory`` over each); on Neo4j
+    the store files as opened (a kept store's last clean shutdown) over the
+    decisions (events, steps and documents included)."""
+    used, what = opened
     out = f"store: {what} {used / 2**20:,.0f} MB"
+    if store.backend == "neo4j":
+        if used:
+            out += f" = {used / spot['decisions']:,.0f} bytes per decision, events and all"
+        return out + f"; page cache {pagecache}; {neo4j_heap_mb(store)}"
     stages = {m["stage"]: m["bytes"] for m in spot.get("memory", [])}
-    if "decisions" in stages and "tasks and events" in stages and spot.get("events"):
+    if "decisions" in stages and "tasks and events" in stages:
         per_event = (stages["decisions"] - stages["tasks and events"]) / spot["events"]
-        per_decision = (stages.get("revisions and sweep", stages.get("end", 0)) - stages["decisions"]) / spot[
-            "decisions"
-        ]
+        after = stages.get("revisions and sweep", stages.get("end", 0))
+        per_decision = (after - stages["decisions"]) / spot["decisions"]
         out += f"; seeding took {per_event:,.0f} bytes per event (with its task and steps), "
         out += f"{per_decision:,.0f} per decision"
     elif "start" in stages and "end" in stages:
         out += f"; seeding took {(stages['end'] - stages['start']) / spot['decisions']:,.0f} bytes per decision"
-    if store.backend == "neo4j":
-        out += f"; {neo4j_heap_mb(store)}"
     return out
 
 
