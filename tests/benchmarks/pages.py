@@ -345,22 +345,6 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
     project = spot["project"]
     large_figures = measure_pages(store, project, client, **_where(spot))
     floor = percentiles([_timed(lambda: store.read(project, "RETURN 1 AS one")) for _ in range(500)])[0]
-    before = rss_mb()
-    urls = [f"/p/{project}/review/", f"/p/{project}/", f"/p/{project}/conflicts/"]
-    for i in range(args.views):
-        client.get(urls[i % len(urls)])
-    after = rss_mb()
-    if args.processes > 1:
-        print(f"\n{title}:")
-        pages = page_urls(project, **_where(spot))
-        in_processes(
-            url,
-            {k: pages[k] for k in ("overview", "review queue", "review queue, page 40", "conflicts", "task view")},
-            args.processes,
-            200,
-        )
-    if not args.keep:
-        store.drop_project(project)
     load = os.getloadavg()
     print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms; load average {load[0]:.2f} {load[1]:.2f}")
     large_label = f"{spot['what']}: p50 / p95, CPU"
@@ -374,10 +358,29 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
         print(
             f"  {name:28} {small:>34} {l50:>10.1f} / {l95:>6.1f} ms, {lcpu:>5.1f} ms   p95 {l95 / floor:>5.0f}x floor"
         )
+    before = rss_mb()
+    urls = [f"/p/{project}/review/", f"/p/{project}/", f"/p/{project}/conflicts/"]
+    for i in range(args.views):
+        client.get(urls[i % len(urls)])
+        if i % 1000 == 999:
+            print(f"\r  page views: {i + 1:,}/{args.views:,}, {rss_mb():.0f} MB resident", end="", flush=True)
+    print()
+    after = rss_mb()
     print(f"  server process: {before:.0f} MB resident before {args.views:,} page views, {after:.0f} MB after")
     if store.backend == "falkordb":
         opened = store_memory(store)
     print("  " + store_figures(store, spot, opened, args.neo4j_pagecache))
+    if args.processes > 1:
+        print(f"\n{title}:")
+        pages = page_urls(project, **_where(spot))
+        in_processes(
+            url,
+            {k: pages[k] for k in ("overview", "review queue", "review queue, page 40", "conflicts", "task view")},
+            args.processes,
+            200,
+        )
+    if not args.keep:
+        store.drop_project(project)
 
 
 def store_figures(store: GraphStore, spot: dict[str, Any], opened: tuple[int, str], pagecache: str) -> str:
