@@ -358,15 +358,16 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
         print(
             f"  {name:28} {small:>34} {l50:>10.1f} / {l95:>6.1f} ms, {lcpu:>5.1f} ms   p95 {l95 / floor:>5.0f}x floor"
         )
+    views = args.views or (10_000 if spot["decisions"] >= 1_000_000 else 1_000)
     before = rss_mb()
     urls = [f"/p/{project}/review/", f"/p/{project}/", f"/p/{project}/conflicts/"]
-    for i in range(args.views):
+    for i in range(views):
         client.get(urls[i % len(urls)])
         if i % 1000 == 999:
-            print(f"\r  page views: {i + 1:,}/{args.views:,}, {rss_mb():.0f} MB resident", end="", flush=True)
+            print(f"\r  page views: {i + 1:,}/{views:,}, {rss_mb():.0f} MB resident", end="", flush=True)
     print()
     after = rss_mb()
-    print(f"  server process: {before:.0f} MB resident before {args.views:,} page views, {after:.0f} MB after")
+    print(f"  server process: {before:.0f} MB resident before {views:,} page views, {after:.0f} MB after")
     if store.backend == "falkordb":
         opened = store_memory(store)
     print("  " + store_figures(store, spot, opened, args.neo4j_pagecache))
@@ -438,7 +439,6 @@ def main() -> None:
     parser.add_argument("--neo4j-pagecache", default="256m", help="the Neo4j test server's page cache")
     args = parser.parse_args()
     args.events = args.events or 10 * args.decisions
-    args.views = args.views or (10_000 if args.decisions >= 1_000_000 else 1_000)
     if args.keep:
         args.keep = os.path.abspath(args.keep)
         for backend in args.backends.split(","):
