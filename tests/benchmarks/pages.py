@@ -1,13 +1,13 @@
 """Server time of every dashboard page and action, on a small and a large data
 set, beside the floor of a store round trip measured in the same run; the
 CPU each request took (this process and the store's server); the server
-process's memory over ``--views`` page views; and the store's memory per
-decision and per event.
+process's memory over ``--views`` page views (1,000; 10,000 on a set of a
+million decisions); and the store's memory per decision and per event.
 
     .venv/bin/python -m tests.benchmarks.pages [--decisions 100000] [--small 1000] [--backends falkordb,neo4j]
     .venv/bin/python -m tests.benchmarks.pages --demo [--decisions 100000 --events 1000000] [--backends falkordb]
     .venv/bin/python -m tests.benchmarks.pages --processes 2 [--decisions 1000000]
-    .venv/bin/python -m tests.benchmarks.pages --demo --decisions 1000000 --keep /work/bench-data/demo-1m
+    .venv/bin/python -m tests.benchmarks.pages --decisions 1000000 --small 0 --keep /work/bench-data/bench-1m
 
 With ``--processes N`` the pages of the large set are also requested by N
 worker processes at once (each opens the store from its url, as server
@@ -28,13 +28,15 @@ the same ``DIR`` finds that file, seeds nothing and measures the pages (and
 actions, on decisions not settled before) on what is there; the store is
 opened by whatever code is checked out, so figures of new code come from
 the same data. ``--seed-only`` seeds and stops. The store's memory is
-INFO ``used_memory`` on FalkorDB; on Neo4j the store files on disk after a
-checkpoint, with the JVM's heap in use and resident size beside them.
+INFO ``used_memory`` on FalkorDB (per decision and per event from its
+growth over the seeding's stages); on Neo4j the store files on disk as of
+the last checkpoint (exact for a kept store just opened: Community cannot
+force one), with the JVM's heap in use and resident size beside them.
 
 Pages are requested through Django's test client in this process (the server
 time without the network); each figure is p50 / p95 over repeated requests,
 with the mean CPU per request (this process plus the store's server process:
-it does not grow when other work shares the machine).
+it grows far less than the wall time when other work shares the machine).
 """
 
 from __future__ import annotations
