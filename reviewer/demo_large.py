@@ -10,10 +10,11 @@ Then policies are revised (flagging the decisions citing them), one runbook
 is retired, and a review sweep runs part of the way, so the queue holds
 decisions needing review, decisions reading unknown, and dependency chains.
 
-Everything goes through the core API in batches (``load_events``,
-``load_decisions``), deterministic for a given seed, streamed so the seeding
-process stays small: at most one task's events and one batch of decisions
-are in memory at a time.
+Everything goes through the core API in batches (``load_events``, a task's
+conversation per unit; ``load_decisions``, sixteen tasks' decisions per
+unit), deterministic for a given seed, streamed so the seeding process stays
+small: at most one task's events and one batch of decisions are in memory at
+a time. ``progress(stage, 0, total)`` marks the start of each stage.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ def seed_large(
         names.append((name, service, concern))
 
     # tasks with their conversations, a task at a time
+    say("tasks and events", 0, tasks)
     for n, (name, service, concern) in enumerate(names):
         history.create_task(
             name, goal=f"Review the {concern} of the {service} service", request_id=f"demo-large:task:{name}"
@@ -161,40 +163,25 @@ def seed_large(
             counts.steps += 1
         say("tasks and events", n + 1, tasks)
 
-    # decisions, a task's worth per batch; every tenth cites its concern's
-    # policy, every tenth its service's runbook, and a fifth depend on the
-    # service's first decision in its previous task (chains across tasks)
+    # decisions, the tasks of one round of the services per batch (16 tasks,
+    # 1,600 decisions: a batch never holds a decision and the one it depends
+    # on); every tenth cites its concern's policy, every tenth its service's
+    # runbook, and a fifth depend on the service's first decision in its
+    # previous task (chains across tasks)
+    say("decisions", 0, tasks)
     previous: dict[str, str] = {}
-    for n, (name, service, concern) in enumerate(names):
-        options = CONCERNS[concern]
+    for first in range(0, len(names), len(SERVICES)):
+        group = names[first : first + len(SERVICES)]
         items = []
-        for k in range(DECISIONS_PER_TASK):
-            choice = f"{service}-{concern}-{k:03d}"
-            supports = [{"kind": "event", "task_name": name, "seq": 1 + (k * 7) % per_task_events}]
-            if k % 10 == 0:
-                supports.append(policy_cite[concern])
-            if k % 10 == 5:
-                supports.append(runbook_cite[service])
-            if k % 5 in (0, 1) and service in previous:
-                supports.append({"kind": "decision", "decision_id": previous[service]})
-            option = options[rng.randrange(len(options))] if k % 3 else options[0]
-            items.append(
-                {
-                    "task_name": name,
-                    "choice_key": choice,
-                    "conclusion": f"{service}: {option}",
-                    "rationale": f"For {concern} item {k} the {service} team weighed {', '.join(options[:3])}; "
-                    f"{option} fits the load and the {concern} policy.",
-                    "assumptions": [f"{service} traffic grows under 30% a year"] if k % 4 == 0 else [],
-                    "open_questions": [f"Who owns {concern} for {service} after the reorg?"] if k % 9 == 0 else [],
-                    "supports": supports,
-                }
-            )
+        for name, service, concern in group:
+            items += _decision_items(rng, name, service, concern, per_task_events, policy_cite, runbook_cite, previous)
         made = traces.load_decisions(items)
-        previous[service] = str(made[0].id)
+        for n, (_name, service, _concern) in enumerate(group):
+            previous[service] = str(made[n * DECISIONS_PER_TASK].id)
         counts.decisions += len(made)
-        say("decisions", n + 1, tasks)
+        say("decisions", first + len(group), tasks)
 
+    say("revisions and sweep", 0, 1)
     # what changed since: two policies revised (one only moved its text, one
     # changed it), the orders runbook retired (merged into payments), then
     # part of a review sweep
@@ -214,7 +201,46 @@ def seed_large(
         if not step.more:
             break
     counts.queued = traces.review_counts()["queued"]
+    say("revisions and sweep", 1, 1)
     return counts
+
+
+def _decision_items(
+    rng: random.Random,
+    name: str,
+    service: str,
+    concern: str,
+    per_task_events: int,
+    policy_cite: dict[str, dict[str, str]],
+    runbook_cite: dict[str, dict[str, str]],
+    previous: dict[str, str],
+) -> list[dict[str, object]]:
+    """One task's decisions, as ``load_decisions`` items."""
+    options = CONCERNS[concern]
+    items: list[dict[str, object]] = []
+    for k in range(DECISIONS_PER_TASK):
+        choice = f"{service}-{concern}-{k:03d}"
+        supports = [{"kind": "event", "task_name": name, "seq": 1 + (k * 7) % per_task_events}]
+        if k % 10 == 0:
+            supports.append(policy_cite[concern])
+        if k % 10 == 5:
+            supports.append(runbook_cite[service])
+        if k % 5 in (0, 1) and service in previous:
+            supports.append({"kind": "decision", "decision_id": previous[service]})
+        option = options[rng.randrange(len(options))] if k % 3 else options[0]
+        items.append(
+            {
+                "task_name": name,
+                "choice_key": choice,
+                "conclusion": f"{service}: {option}",
+                "rationale": f"For {concern} item {k} the {service} team weighed {', '.join(options[:3])}; "
+                f"{option} fits the load and the {concern} policy.",
+                "assumptions": [f"{service} traffic grows under 30% a year"] if k % 4 == 0 else [],
+                "open_questions": [f"Who owns {concern} for {service} after the reorg?"] if k % 9 == 0 else [],
+                "supports": supports,
+            }
+        )
+    return items
 
 
 def _conversation(rng: random.Random, service: str, concern: str, n: int) -> list[dict[str, object]]:

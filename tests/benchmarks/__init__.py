@@ -16,28 +16,79 @@ TITLES = {
 }
 
 
-def each_store(backends: str, *, prefix: str = "reviewer-bench-") -> Iterator[tuple[str, Any, str]]:
+def each_store(
+    backends: str, *, prefix: str = "reviewer-bench-", keep: str | None = None, neo4j_pagecache: str = "256m"
+) -> Iterator[tuple[str, Any, str]]:
     """Each backend named in ``backends`` ("falkordb,neo4j") in turn, as
     (title, open store, its url): a fresh embedded FalkorDB directory, or the
-    in-process Neo4j test server. Each is closed before the next opens."""
+    in-process Neo4j test server. Each is closed before the next opens.
+
+    With ``keep`` (a directory) the stores live in ``keep/falkordb`` and
+    ``keep/neo4j`` and are kept: a later run with the same directory opens
+    what an earlier one wrote (the Neo4j event keys are kept beside its
+    data, in ``keep/neo4j/events.keys``)."""
+    import shutil
+
     from core.stores import open_store
 
     for backend in [b.strip() for b in backends.split(",") if b.strip()]:
         if backend == "falkordb":
-            url = f"falkordb+embedded://{tempfile.mkdtemp(prefix=prefix)}?appendfsync=everysec"
-            with open_store(url) as store:
+            where = os.path.join(keep, "falkordb") if keep else tempfile.mkdtemp(prefix=prefix)
+            url = f"falkordb+embedded://{os.path.abspath(where)}?appendfsync=everysec"
+            with _opened_patiently(url) as store:
                 yield TITLES[backend], store, url
         elif backend == "neo4j":
             from tests.neo4j_server.launcher import running
 
-            with running() as server, open_store(server.url) as store:
-                _SERVER_PIDS[id(store)] = server.proc.pid
-                yield TITLES[backend], store, server.url
-                _SERVER_PIDS.pop(id(store), None)
+            home = os.path.abspath(os.path.join(keep, "neo4j")) if keep else tempfile.mkdtemp(prefix=prefix)
+            os.makedirs(home, exist_ok=True)
+            try:
+                with running(data_dir=os.path.join(home, "server"), pagecache=neo4j_pagecache) as server:
+                    url = f"{server.url}?keys={os.path.join(home, 'events.keys')}"
+                    with open_store(url) as store:
+                        _SERVER_PIDS[id(store)] = server.proc.pid
+                        _SERVER_HOMES[id(store)] = os.path.join(home, "server")
+                        yield TITLES[backend], store, url
+                        _SERVER_PIDS.pop(id(store), None)
+                        _SERVER_HOMES.pop(id(store), None)
+            finally:
+                if not keep:
+                    shutil.rmtree(home, ignore_errors=True)
         else:
             raise SystemExit(f"unknown backend {backend!r}")
 
 
+def _opened_patiently(url: str) -> Any:
+    """``open_store(url)``, waiting for an embedded server that is still
+    loading a large kept store: it can take minutes to load (a million
+    decisions: 94 s for the snapshot and 144 s for the writes after it, on
+    the loaded 2-core machine), past the store's own 60 s wait."""
+    from core.stores import GraphStoreError, open_store
+
+    deadline = time.monotonic() + 900
+    while True:
+        try:
+            return open_store(url)
+        except GraphStoreError as exc:
+            if "answer" not in str(exc) or time.monotonic() > deadline:
+                raise
+            print(f"  waiting for the embedded store to load: {str(exc)[:160]}", flush=True)
+            time.sleep(10)
+
+
+def server_pid(store: Any) -> int | None:
+    """The process id of the store's server (the embedded redis-server, or
+    the Neo4j test server's JVM), where this process started it."""
+    embedded = getattr(store, "embedded_server", None)
+    return embedded.server_pid() if embedded is not None else _SERVER_PIDS.get(id(store))
+
+
+def server_home(store: Any) -> str | None:
+    """The Neo4j test server's data directory, where this process started it."""
+    return _SERVER_HOMES.get(id(store))
+
+
+_SERVER_HOMES: dict[int, str] = {}
 _SERVER_PIDS: dict[int, int] = {}
 
 
@@ -59,8 +110,7 @@ class Timer:
     /proc in clock ticks (10 ms), so only its mean over the samples is given."""
 
     def __init__(self, store: Any) -> None:
-        embedded = getattr(store, "embedded_server", None)
-        self.server = embedded.server_pid() if embedded is not None else _SERVER_PIDS.get(id(store))
+        self.server = server_pid(store)
         self.walls: list[float] = []
         self.cpu = 0.0
 

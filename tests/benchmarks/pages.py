@@ -1,27 +1,48 @@
 """Server time of every dashboard page and action, on a small and a large data
-set, beside the floor of a store round trip measured in the same run; and the
-server process's memory over 1,000 page views.
+set, beside the floor of a store round trip measured in the same run; the
+CPU each request took (this process and the store's server); the server
+process's memory over ``--views`` page views (1,000; 10,000 on a set of a
+million decisions); and the store's memory per decision and per event.
 
     .venv/bin/python -m tests.benchmarks.pages [--decisions 100000] [--small 1000] [--backends falkordb,neo4j]
-    .venv/bin/python -m tests.benchmarks.pages --demo [--backends falkordb]
+    .venv/bin/python -m tests.benchmarks.pages --demo [--decisions 100000 --events 1000000] [--backends falkordb]
     .venv/bin/python -m tests.benchmarks.pages --processes 2 [--decisions 1000000]
+    .venv/bin/python -m tests.benchmarks.pages --decisions 1000000 --small 0 --keep /work/bench-data/bench-1m
 
 With ``--processes N`` the pages of the large set are also requested by N
 worker processes at once (each opens the store from its url, as server
 workers do), and their p50 / p95 and the requests per second are printed.
 
 With ``--demo`` the pages are measured on the large demo set
-(``seed_demo --size large``: 1,000 tasks of 1,000 events and 100 decisions,
-documents revised and retired, part of a review sweep) instead of the
-benchmark's own sets.
+(``reviewer.demo_large``: tasks of ``events / decisions × 100`` events and
+100 decisions, documents revised and retired, part of a review sweep;
+``--events`` defaults to ten per decision) instead of the benchmark's own
+sets.
+
+Seed once, measure many times: with ``--keep DIR`` the large set is written
+into kept stores (``DIR/falkordb``, an embedded FalkorDB directory, and
+``DIR/neo4j``, the Neo4j test server's data directory and event keys) with
+``DIR/<backend>/bench.json`` naming the project and how it was seeded
+(time, the store's memory before and after each stage). A later run with
+the same ``DIR`` finds that file, seeds nothing and measures the pages (and
+actions, on decisions not settled before) on what is there; the store is
+opened by whatever code is checked out, so figures of new code come from
+the same data. ``--seed-only`` seeds and stops. The store's memory is
+INFO ``used_memory`` on FalkorDB (per decision and per event from its
+growth over the seeding's stages); on Neo4j the store files on disk as of
+the last checkpoint (exact for a kept store just opened: Community cannot
+force one), with the JVM's heap in use and resident size beside them.
 
 Pages are requested through Django's test client in this process (the server
-time without the network); each figure is p50 / p95 over repeated requests.
+time without the network); each figure is p50 / p95 over repeated requests,
+with the mean CPU per request (this process plus the store's server process:
+it grows far less than the wall time when other work shares the machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import time
@@ -45,80 +66,130 @@ from core.decisions import DecisionTraces  # noqa: E402
 from core.history import ConversationHistory  # noqa: E402
 from core.stores import GraphStore  # noqa: E402
 from reviewer import store as reviewer_store  # noqa: E402
-from tests.benchmarks import each_store  # noqa: E402
+from tests.benchmarks import Timer, each_store, server_home, server_pid  # noqa: E402
 from tests.benchmarks.decisions import big_project  # noqa: E402
 from tests.benchmarks.history import percentiles  # noqa: E402
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as fh:
+def rss_mb(pid: int | None = None) -> float:
+    with open(f"/proc/{pid or 'self'}/status") as fh:
         for line in fh:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, tuple[float, float]], str]:
+def store_memory(store: GraphStore) -> tuple[int, str]:
+    """The store's memory in bytes, and what that figure is: FalkorDB's
+    ``used_memory``; Neo4j's store files on disk, which Neo4j writes at a
+    checkpoint (a clean shutdown, or its own every 15 minutes; Community has
+    no procedure to force one), so they are exact only for a store just
+    opened after a clean shutdown, as a kept store is."""
+    if store.backend == "falkordb":
+        info = store._redis.info("memory")  # type: ignore[attr-defined]
+        return int(info["used_memory"]), "FalkorDB used_memory"
+    home = server_home(store)
+    if home is None:
+        return 0, "Neo4j store files (unknown: not a server this process started)"
+    return neo4j_files(home), "Neo4j store files on disk at the last checkpoint"
+
+
+def neo4j_files(home: str) -> int:
+    """Bytes in the Neo4j server's store files for its ``neo4j`` database."""
+    total = 0
+    for root, _dirs, files in os.walk(os.path.join(home, "data", "databases", "neo4j")):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def neo4j_heap_mb(store: GraphStore) -> str:
+    """The Neo4j server's JVM: heap in use and resident size."""
+    out = []
+    try:
+        rows = store.read("", "CALL dbms.queryJmx('java.lang:type=Memory') YIELD attributes RETURN attributes")
+        used = rows[0]["attributes"]["HeapMemoryUsage"]["value"]["properties"]["used"]
+        out.append(f"heap in use {used / 2**20:,.0f} MB")
+    except Exception as exc:  # say what could not be read
+        out.append(f"heap unknown ({type(exc).__name__})")
+    pid = server_pid(store)
+    if pid:
+        out.append(f"JVM resident {rss_mb(pid):,.0f} MB")
+    return ", ".join(out)
+
+
+def measure(store: GraphStore, decisions: int, client: Client) -> tuple[dict[str, Figure], str]:
+    spot = seed_benchmark_set(store, decisions)
+    return measure_pages(store, spot["project"], client, **_where(spot)), spot["project"]
+
+
+def seed_benchmark_set(store: GraphStore, decisions: int) -> dict[str, Any]:
+    """The benchmark's own set: ``decisions`` decisions over ten tasks, and a
+    task of 500 events."""
     _rows, project = big_project(store, decisions)
     history = ConversationHistory(store, project_id=project, agent_id="bench")
     for i in range(500):
         history.record_event("task-1", kind="tool_result", name="search", payload=f"result {i} " * 40)
-    return measure_pages(store, project, client, task="task-0", events_task="task-1", after=300, document="policy")
+    return {"project": project, "task": "task-0", "events_task": "task-1", "after": 300, "document": "policy"}
 
 
-def demo_project(store: GraphStore) -> tuple[str, str, str]:
-    """The large demo set in a project of its own: (project, the task whose
-    decisions need review, a document they cite)."""
+def seed_demo_set(store: GraphStore, decisions: int, events: int, memory: list[dict[str, Any]]) -> dict[str, Any]:
+    """The large demo set in a project of its own; the store's memory and the
+    time at the start of each stage are appended to ``memory``."""
     from reviewer.demo_large import seed_large
 
     project = "bench-demo-" + uuid.uuid4().hex[:6]
     started = time.perf_counter()
-    counts = seed_large(
-        store,
-        project=project,
-        progress=lambda stage, done, total: print(
-            f"\r  seeding the large demo set: {stage} {done:,}/{total:,}", end="", flush=True
-        ),
-    )
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if done == 0:
+            used, _what = store_memory(store)
+            memory.append({"stage": stage, "bytes": used, "s": round(time.perf_counter() - started, 1)})
+            print(f"\n  {stage} from {time.perf_counter() - started:,.0f} s", end="", flush=True)
+        print(f"\r  seeding the large demo set: {stage} {done:,}/{total:,}", end="", flush=True)
+
+    counts = seed_large(store, project=project, decisions=decisions, events=events, progress=progress)
     print(
         f"\n  seeded {counts.decisions:,} decisions, {counts.events:,} events in {time.perf_counter() - started:.0f} s"
     )
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     first = traces.list_decisions_for_review(limit=1).decisions[0]
-    return project, first.task_name, "policy/storage"
+    return {
+        "project": project,
+        "task": first.task_name,
+        "events_task": first.task_name,
+        "after": min(500, max(0, events // max(1, decisions // 100) - 50)),
+        "document": "policy/storage",
+        "events": counts.events,
+        "decisions": counts.decisions,
+    }
+
+
+def _where(spot: dict[str, Any]) -> dict[str, Any]:
+    return {k: spot[k] for k in ("task", "events_task", "after", "document")}
+
+
+Figure = tuple[float, float, float]  # wall p50, wall p95, CPU per request (ms)
 
 
 def measure_pages(
     store: GraphStore, project: str, client: Client, *, task: str, events_task: str, after: int, document: str
-) -> tuple[dict[str, tuple[float, float]], str]:
+) -> dict[str, Figure]:
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     flagged = traces.list_decisions_for_review(limit=20).decisions
     some = str(flagged[0].id)
-    base = f"/p/{project}"
-    pages: dict[str, str] = {
-        "overview": f"{base}/",
-        "review queue": f"{base}/review/",
-        "review queue, page 40": f"{base}/review/?page=40",
-        "review queue, one task": f"{base}/review/?{urlencode({'task': task})}",
-        "decision (flagged)": f"{base}/decisions/{some}/",
-        "conflicts": f"{base}/conflicts/",
-        "tasks": f"{base}/tasks/",
-        "task view": f"{base}/task/?{urlencode({'name': task})}",
-        "event log": f"{base}/events/?{urlencode({'task': events_task, 'after': after})}",
-        "document": f"{base}/document/?{urlencode({'key': document})}",
-        "activity": f"{base}/activity/",
-    }
-    out: dict[str, tuple[float, float]] = {}
-    for name, url in pages.items():
+    out: dict[str, Figure] = {}
+    for name, url in page_urls(project, task=task, events_task=events_task, after=after, document=document).items():
         assert client.get(url).status_code == 200, url  # warm
-        samples = []
+        timer = Timer(store)
         for _ in range(40):
-            start = time.perf_counter()
-            response = client.get(url)
-            samples.append((time.perf_counter() - start) * 1000)
+            with timer:
+                response = client.get(url)
             assert response.status_code == 200, (url, response.status_code)
-        out[name] = percentiles(samples)
-    # actions, each on decisions of its own
+        out[name] = timer.figures()
+        if name == "review queue, one task":
+            out["decision (flagged)"] = _page(store, client, f"/p/{project}/decisions/{some}/")
+    # actions, each on decisions of its own (queued ones not settled by an earlier run on a kept store)
+    base = f"/p/{project}"
     queue = traces.list_decisions_for_review(limit=20, offset=20).decisions
     actions: dict[str, list[tuple[str, dict[str, Any]]]] = {
         "reaffirm": [(f"{base}/decisions/{d.id}/reaffirm", {"explanation": "still holds"}) for d in queue[:6]],
@@ -139,14 +210,41 @@ def measure_pages(
         ],
     }
     for name, calls in actions.items():
-        samples = []
+        if not calls:
+            continue  # a queue too short (a small set, or a kept one settled by many runs)
+        timer = Timer(store)
         for url, data in calls:
-            start = time.perf_counter()
-            response = client.post(url, {**data, "request_id": uuid.uuid4().hex})
-            samples.append((time.perf_counter() - start) * 1000)
+            with timer:
+                response = client.post(url, {**data, "request_id": uuid.uuid4().hex})
             assert response.status_code == 302, (url, response.status_code, response.content[:300])
-        out[f"action: {name}"] = percentiles(samples)
-    return out, project
+        out[f"action: {name}"] = timer.figures()
+    return out
+
+
+def _page(store: GraphStore, client: Client, url: str) -> Figure:
+    assert client.get(url).status_code == 200, url  # warm
+    timer = Timer(store)
+    for _ in range(40):
+        with timer:
+            response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+    return timer.figures()
+
+
+def page_urls(project: str, *, task: str, events_task: str, after: int, document: str) -> dict[str, str]:
+    base = f"/p/{project}"
+    return {
+        "overview": f"{base}/",
+        "review queue": f"{base}/review/",
+        "review queue, page 40": f"{base}/review/?page=40",
+        "review queue, one task": f"{base}/review/?{urlencode({'task': task})}",
+        "conflicts": f"{base}/conflicts/",
+        "tasks": f"{base}/tasks/",
+        "task view": f"{base}/task/?{urlencode({'name': task})}",
+        "event log": f"{base}/events/?{urlencode({'task': events_task, 'after': after})}",
+        "document": f"{base}/document/?{urlencode({'key': document})}",
+        "activity": f"{base}/activity/",
+    }
 
 
 def _worker(url: str, pages: list[str], views: int, out: Any) -> None:
@@ -204,58 +302,118 @@ def in_processes(url: str, pages: dict[str, str], processes: int, views: int) ->
         print(f"    {name:26} {p50:>8.1f} / {p95:>6.1f} ms")
 
 
-def run(
-    title: str, store: GraphStore, large: int, small: int, *, demo: bool = False, processes: int = 0, url: str = ""
-) -> None:
+def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> None:
     reviewer_store._store = store  # the dashboard's own store handle
+    opened = store_memory(store)
     user = User.objects.create_user(f"bench-{uuid.uuid4().hex[:6]}", is_staff=True)
     client = Client()
     client.force_login(user)
-    small_figures, small_project = measure(store, small, client)
-    store.drop_project(small_project)
-    task = "task-0"
-    if demo:
-        project, task, document = demo_project(store)
-        large_figures, large_project = measure_pages(
-            store, project, client, task=task, events_task=task, after=500, document=document
-        )
-        title += ", large demo set"
+    small_figures: dict[str, Figure] = {}
+    if args.small:
+        small_figures, small_project = measure(store, args.small, client)
+        store.drop_project(small_project)
+    manifest_path = os.path.join(args.keep, store.backend, "bench.json") if args.keep else ""
+    if manifest_path and os.path.exists(manifest_path):
+        with open(manifest_path) as fh:
+            spot = json.load(fh)
+        print(f"\n{title}: the kept set in {manifest_path}: {spot['what']}, seeded {spot['seeded_at']}")
     else:
-        large_figures, large_project = measure(store, large, client)
-    floor = percentiles([_timed(lambda: store.read(large_project, "RETURN 1 AS one")) for _ in range(500)])[0]
+        memory: list[dict[str, Any]] = []
+        used, _what = store_memory(store)
+        memory.append({"stage": "start", "bytes": used, "s": 0})
+        started = time.perf_counter()
+        if args.demo:
+            spot = seed_demo_set(store, args.decisions, args.events, memory)
+            spot["what"] = f"large demo set, {spot['decisions']:,} decisions, {spot['events']:,} events"
+        else:
+            spot = seed_benchmark_set(store, args.decisions)
+            spot.update(decisions=args.decisions, events=10 + 500)
+            spot["what"] = f"benchmark set, {args.decisions:,} decisions"
+        took = time.perf_counter() - started
+        used, _what = store_memory(store)
+        memory.append({"stage": "end", "bytes": used, "s": round(took, 1)})
+        spot.update(
+            seconds=round(took, 1),
+            memory=memory,
+            seeded_at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            seeded_by=_commit(),
+        )
+        print(f"\n{title}: seeded {spot['what']} in {took:,.0f} s ({spot['decisions'] / took:,.0f} decisions/s)")
+        if manifest_path:
+            with open(manifest_path, "w") as fh:
+                json.dump(spot, fh, indent=1)
+    if args.seed_only:
+        return
+    project = spot["project"]
+    large_figures = measure_pages(store, project, client, **_where(spot))
+    floor = percentiles([_timed(lambda: store.read(project, "RETURN 1 AS one")) for _ in range(500)])[0]
+    load = os.getloadavg()
+    print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms; load average {load[0]:.2f} {load[1]:.2f}")
+    large_label = f"{spot['what']}: p50 / p95, CPU"
+    small_label = f"{args.small:,} decisions p50 / p95, CPU" if args.small else ""
+    print(f"  {'page or action':28} {small_label:>34} {large_label}")
+    for name, (l50, l95, lcpu) in large_figures.items():
+        small = ""
+        if name in small_figures:
+            s50, s95, scpu = small_figures[name]
+            small = f"{s50:>10.1f} / {s95:>6.1f} ms, {scpu:>5.1f} ms"
+        print(
+            f"  {name:28} {small:>34} {l50:>10.1f} / {l95:>6.1f} ms, {lcpu:>5.1f} ms   p95 {l95 / floor:>5.0f}x floor"
+        )
+    views = args.views or (10_000 if spot["decisions"] >= 1_000_000 else 1_000)
     before = rss_mb()
-    urls = [f"/p/{large_project}/review/", f"/p/{large_project}/", f"/p/{large_project}/conflicts/"]
-    for i in range(1000):
+    urls = [f"/p/{project}/review/", f"/p/{project}/", f"/p/{project}/conflicts/"]
+    for i in range(views):
         client.get(urls[i % len(urls)])
+        if i % 1000 == 999:
+            print(f"\r  page views: {i + 1:,}/{views:,}, {rss_mb():.0f} MB resident", end="", flush=True)
+    print()
     after = rss_mb()
-    used = ""
+    print(f"  server process: {before:.0f} MB resident before {views:,} page views, {after:.0f} MB after")
     if store.backend == "falkordb":
-        info = store._redis.info("memory")  # type: ignore[attr-defined]
-        used = f"; store used memory {info['used_memory_human']}"
-    if processes > 1:
+        opened = store_memory(store)
+    print("  " + store_figures(store, spot, opened, args.neo4j_pagecache))
+    if args.processes > 1:
         print(f"\n{title}:")
-        b = f"/p/{large_project}"
+        pages = page_urls(project, **_where(spot))
         in_processes(
             url,
-            {
-                "overview": f"{b}/",
-                "review queue": f"{b}/review/",
-                "review queue, page 40": f"{b}/review/?page=40",
-                "conflicts": f"{b}/conflicts/",
-                "task view": f"{b}/task/?{urlencode({'name': task})}",
-            },
-            processes,
+            {k: pages[k] for k in ("overview", "review queue", "review queue, page 40", "conflicts", "task view")},
+            args.processes,
             200,
         )
-    store.drop_project(large_project)
-    print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms")
-    large_label = "large demo set p50 / p95" if demo else f"{large:,} decisions p50 / p95"
-    print(f"  {'page or action':28} {f'{small:,} decisions p50 / p95':>26} {large_label:>28}  large p95 / floor")
-    for name in large_figures:
-        s50, s95 = small_figures[name]
-        l50, l95 = large_figures[name]
-        print(f"  {name:28} {s50:>12.1f} / {s95:>6.1f} ms {l50:>14.1f} / {l95:>6.1f} ms  {l95 / floor:>8.0f}x")
-    print(f"  server process: {before:.0f} MB resident before 1,000 page views, {after:.0f} MB after{used}")
+    if not args.keep:
+        store.drop_project(project)
+
+
+def store_figures(store: GraphStore, spot: dict[str, Any], opened: tuple[int, str], pagecache: str) -> str:
+    """The store's memory, and per decision and per event: on FalkorDB from
+    the seeding's stages (the growth of ``used_memory`` over each); on Neo4j
+    the store files as opened (a kept store's last clean shutdown) over the
+    decisions (events, steps and documents included)."""
+    used, what = opened
+    out = f"store: {what} {used / 2**20:,.0f} MB"
+    if store.backend == "neo4j":
+        if used:
+            out += f" = {used / spot['decisions']:,.0f} bytes per decision, events and all"
+        return out + f"; page cache {pagecache}; {neo4j_heap_mb(store)}"
+    stages = {m["stage"]: m["bytes"] for m in spot.get("memory", [])}
+    if "decisions" in stages and "tasks and events" in stages:
+        per_event = (stages["decisions"] - stages["tasks and events"]) / spot["events"]
+        after = stages.get("revisions and sweep", stages.get("end", 0))
+        per_decision = (after - stages["decisions"]) / spot["decisions"]
+        out += f"; seeding took {per_event:,.0f} bytes per event (with its task and steps), "
+        out += f"{per_decision:,.0f} per decision"
+    elif "start" in stages and "end" in stages:
+        out += f"; seeding took {(stages['end'] - stages['start']) / spot['decisions']:,.0f} bytes per decision"
+    return out
+
+
+def _commit() -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False)
+    return done.stdout.strip()
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -267,16 +425,31 @@ def _timed(fn: Callable[[], object]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--decisions", type=int, default=100_000)
-    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--events", type=int, default=0, help="events in the large demo set (default 10 a decision)")
+    parser.add_argument("--small", type=int, default=1_000, help="decisions in the small set (0: none)")
     parser.add_argument("--backends", default="falkordb,neo4j")
     parser.add_argument("--demo", action="store_true", help="measure the large pages on the large demo set")
     parser.add_argument("--processes", type=int, default=0, help="also request the pages from N worker processes")
+    parser.add_argument(
+        "--views",
+        type=int,
+        default=0,
+        help="page views for the memory figure (default 1,000; 10,000 from a million decisions)",
+    )
+    parser.add_argument("--keep", default="", help="seed into kept stores in DIR once; later runs only measure")
+    parser.add_argument("--seed-only", action="store_true", help="seed (with --keep) and stop")
+    parser.add_argument("--neo4j-pagecache", default="256m", help="the Neo4j test server's page cache")
     args = parser.parse_args()
+    args.events = args.events or 10 * args.decisions
+    if args.keep:
+        args.keep = os.path.abspath(args.keep)
+        for backend in args.backends.split(","):
+            os.makedirs(os.path.join(args.keep, backend.strip()), exist_ok=True)
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
     call_command("migrate", interactive=False, verbosity=0)
-    for title, store, url in each_store(args.backends):
-        run(title, store, args.decisions, args.small, demo=args.demo, processes=args.processes, url=url)
+    for title, store, url in each_store(args.backends, keep=args.keep or None, neo4j_pagecache=args.neo4j_pagecache):
+        run(title, store, url, args)
 
 
 if __name__ == "__main__":

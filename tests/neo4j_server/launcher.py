@@ -53,13 +53,16 @@ def java_binary() -> str:
 class Neo4jServer:
     """One running server; ``url`` is its Bolt address."""
 
-    def __init__(self, *, port: int = 0, data_dir: str | None = None) -> None:
+    def __init__(
+        self, *, port: int = 0, data_dir: str | None = None, heap: str = "1g", pagecache: str = "256m"
+    ) -> None:
         if not built():
             build()
         args = [
             java_binary(),
             "-Xms256m",
-            "-Xmx1g",
+            f"-Xmx{heap}",
+            f"-Dreviewer.pagecache={pagecache}",
             "-XX:+UseParallelGC",
             "-cp",
             f"{TARGET / 'classes'}{os.pathsep}{TARGET / 'lib'}/*",

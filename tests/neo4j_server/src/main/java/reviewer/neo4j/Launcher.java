@@ -21,7 +21,8 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  * is signalled; the data directory is removed on the way out.
  *
  * Arguments: [port] [data-dir]. Port 0 (the default) picks a free port; a
- * given data directory is kept (used by restart tests).
+ * given data directory is kept (used by restart tests and the benchmarks'
+ * kept stores). The page cache is 256m unless -Dreviewer.pagecache=SIZE.
  */
 public final class Launcher {
     public static void main(String[] args) throws Exception {
@@ -43,7 +44,7 @@ public final class Launcher {
         config.put("dbms.security.auth_enabled", "false");
         config.put("server.http.enabled", "false");
         config.put("server.https.enabled", "false");
-        config.put("server.memory.pagecache.size", "256m");
+        config.put("server.memory.pagecache.size", System.getProperty("reviewer.pagecache", "256m"));
         config.put("db.tx_log.rotation.retention_policy", "1 files");
         config.put("dbms.usage_report.enabled", "false");
 
