@@ -503,6 +503,18 @@ class DecisionReads:
         widening ranges below ``top``, so not every one is sorted. A range
         that fills the page holds every decision newer than the page's last,
         so the page is exact."""
+        if not self.store.graph_per_project:
+            # Neo4j walks the task's part of the (task_id, active_seq) index
+            # backwards in its order (the ORDER BY names the leading property
+            # too): it reads the page's rows and no others
+            return read_decisions(
+                self.store,
+                self.project_id,
+                "MATCH (d:Decision) USING INDEX SEEK d:Decision(task_id, active_seq) "
+                "WHERE d.task_id = $tid AND d.active_seq IS NOT NULL "
+                f"WITH d ORDER BY d.task_id DESC, d.active_seq DESC LIMIT $n RETURN {_DECISION_FIELDS}",
+                {"tid": tid, "n": VIEW_DECISIONS},
+            )
         width = 4 * VIEW_DECISIONS
         while True:
             low = max(0, top - width + 1)

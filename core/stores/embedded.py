@@ -42,7 +42,8 @@ LOG_NAME = "falkordb.log"
 SERVER_LOCK = "server.lock"
 USERS_LOCK = "users.lock"
 APPENDFSYNC_CHOICES = ("always", "everysec", "no")
-START_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 60.0  # to answer at all; a server loading its data is waited for as long as it loads
+PROBE_TIMEOUT_S = 2.0
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
 
@@ -114,17 +115,24 @@ def _probe_client(socket: Path, *, timeout: float):  # type: ignore[no-untyped-d
 
 
 def _answers(socket: Path) -> bool:
+    return _state(socket) == "up"
+
+
+def _state(socket: Path) -> str:
+    """``up``; ``loading`` when the server is reading its data back (minutes
+    for millions of decisions), saying so or too busy to answer at all; or
+    ``down``."""
     import redis
 
     if not socket.exists():
-        return False
-    client = _probe_client(socket, timeout=2)
+        return "down"
+    client = _probe_client(socket, timeout=PROBE_TIMEOUT_S)
     try:
-        return bool(client.ping())
-    except redis.BusyLoadingError:
-        return False
+        return "up" if client.ping() else "down"
+    except (redis.BusyLoadingError, redis.TimeoutError):
+        return "loading"
     except redis.RedisError:
-        return False
+        return "down"
     finally:
         client.close()
 
@@ -274,21 +282,27 @@ class EmbeddedServer:
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if _answers(self.socket):
+            state = _state(self.socket)
+            if state == "up":
                 return
             pid = _read_pid(self.pid_file)
             if pid is not None and not _pid_alive(pid):
                 break
+            if state == "loading":  # alive and reading its data: however long that takes
+                deadline = time.monotonic() + START_TIMEOUT_S
             time.sleep(0.02)
         raise GraphStoreError(f"the embedded FalkorDB server in {self.data_dir} did not answer: {self._log_tail()}")
 
     def _wait_until_answering(self, pid: int) -> bool:
-        deadline = time.monotonic() + START_TIMEOUT_S  # loading a big AOF takes a while
+        deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            if _answers(self.socket):
+            state = _state(self.socket)
+            if state == "up":
                 return True
             if not _pid_alive(pid):
                 return False
+            if state == "loading":  # loading a big data set takes minutes: wait while it does
+                deadline = time.monotonic() + START_TIMEOUT_S
             time.sleep(0.05)
         return False
 

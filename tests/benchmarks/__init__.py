@@ -35,7 +35,7 @@ def each_store(
         if backend == "falkordb":
             where = os.path.join(keep, "falkordb") if keep else tempfile.mkdtemp(prefix=prefix)
             url = f"falkordb+embedded://{os.path.abspath(where)}?appendfsync=everysec"
-            with _opened_patiently(url) as store:
+            with open_store(url) as store:  # a large kept store: waited for while it loads
                 yield TITLES[backend], store, url
         elif backend == "neo4j":
             from tests.neo4j_server.launcher import running
@@ -56,24 +56,6 @@ def each_store(
                     shutil.rmtree(home, ignore_errors=True)
         else:
             raise SystemExit(f"unknown backend {backend!r}")
-
-
-def _opened_patiently(url: str) -> Any:
-    """``open_store(url)``, waiting for an embedded server that is still
-    loading a large kept store: it can take minutes to load (a million
-    decisions: 94 s for the snapshot and 144 s for the writes after it, on
-    the loaded 2-core machine), past the store's own 60 s wait."""
-    from core.stores import GraphStoreError, open_store
-
-    deadline = time.monotonic() + 900
-    while True:
-        try:
-            return open_store(url)
-        except GraphStoreError as exc:
-            if "answer" not in str(exc) or time.monotonic() > deadline:
-                raise
-            print(f"  waiting for the embedded store to load: {str(exc)[:160]}", flush=True)
-            time.sleep(10)
 
 
 def server_pid(store: Any) -> int | None:

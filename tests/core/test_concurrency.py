@@ -27,6 +27,9 @@ from core.stores import GraphStore, GraphStoreError, open_store
 
 SECONDS = 20.0
 GRACE = 90.0
+# enough queue positions seen for "none given twice" to mean something; a
+# busy machine gives fewer in the time (exactly 20 was seen at load 15)
+POSITIONS = 12
 AGENTS = 2
 POLICY = "Every service keeps its data in Postgres.\n\nBackups run nightly."
 
@@ -172,7 +175,7 @@ def _sweeper(url: str, project: str, start: Any, out: Any) -> None:
         store = open_store(url)
         traces = DecisionTraces(store, project_id=project, agent_id="sweep")
         until = _ready(start, out)
-        while _going(until, done["moved"] >= 1):
+        while _going(until, done["moved"] >= 1 and done["positions"] >= POSITIONS):
             try:
                 step = traces.continue_decision_review(limit=50)
                 done["moved"] += step.moved
@@ -308,7 +311,7 @@ def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore,
     ]
     assert len(positions) == len(set(positions))
     sweep = by_role["sweep"][0]
-    assert sweep["positions"] > 20 and not sweep["twice"], sweep
+    assert sweep["positions"] >= POSITIONS and not sweep["twice"], sweep
     numbered = store.read(
         project_id,
         "MATCH (d:Decision) WHERE d.project_id = $p AND d.active_seq IS NOT NULL "

@@ -209,3 +209,25 @@ def test_wrong_credentials_are_reported_without_the_password(tmp_path: Path) -> 
     finally:
         server.terminate()
         server.wait()
+
+
+def test_a_store_that_takes_longer_to_load_than_the_start_wait_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million-decision store takes minutes to load back; the start wait
+    counts only while the server gives no sign of life, not while it loads."""
+    from core.stores import embedded
+
+    store = open_store(url(tmp_path, "everysec"))
+    store.write("p", "UNWIND range(1, 2000000) AS i CREATE (:Filler {i: i, text: 'filler to load back'})")
+    store.close()
+    monkeypatch.setattr(embedded, "START_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(embedded, "PROBE_TIMEOUT_S", 0.1)
+    started = time.monotonic()
+    reopened = open_store(url(tmp_path, "everysec"))
+    try:
+        took = time.monotonic() - started
+        assert reopened.read("p", "MATCH (n:Filler) RETURN count(n) AS n") == [{"n": 2000000}]
+    finally:
+        reopened.close()
+    assert took > 0.3, f"loaded in {took:.2f} s: too fast for this test to tell anything"
