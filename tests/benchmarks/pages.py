@@ -172,48 +172,61 @@ Figure = tuple[float, float, float]  # wall p50, wall p95, CPU per request (ms)
 
 
 def measure_pages(
-    store: GraphStore, project: str, client: Client, *, task: str, events_task: str, after: int, document: str
+    store: GraphStore,
+    project: str,
+    client: Client,
+    *,
+    task: str,
+    events_task: str,
+    after: int,
+    document: str,
+    warm: int = 1,
 ) -> dict[str, Figure]:
     traces = DecisionTraces(store, project_id=project, agent_id="bench")
     flagged = traces.list_decisions_for_review(limit=20).decisions
     some = str(flagged[0].id)
+    urls = page_urls(project, task=task, events_task=events_task, after=after, document=document)
+    urls["decision (flagged)"] = f"/p/{project}/decisions/{some}/"
+    for _ in range(warm - 1):  # a server that has been up a while (Neo4j's plans compiled, its JIT warm)
+        for url in urls.values():
+            assert client.get(url).status_code == 200, url
     out: dict[str, Figure] = {}
     for name, url in page_urls(project, task=task, events_task=events_task, after=after, document=document).items():
-        assert client.get(url).status_code == 200, url  # warm
-        timer = Timer(store)
-        for _ in range(40):
-            with timer:
-                response = client.get(url)
-            assert response.status_code == 200, (url, response.status_code)
-        out[name] = timer.figures()
+        out[name] = _page(store, client, url)
         if name == "review queue, one task":
-            out["decision (flagged)"] = _page(store, client, f"/p/{project}/decisions/{some}/")
+            out["decision (flagged)"] = _page(store, client, urls["decision (flagged)"])
     # actions, each on decisions of its own (queued ones not settled by an earlier run on a kept store)
     base = f"/p/{project}"
     queue = traces.list_decisions_for_review(limit=20, offset=20).decisions
-    actions: dict[str, list[tuple[str, dict[str, Any]]]] = {
-        "reaffirm": [(f"{base}/decisions/{d.id}/reaffirm", {"explanation": "still holds"}) for d in queue[:6]],
-        "reject": [(f"{base}/decisions/{d.id}/reject", {"reason": "benchmark"}) for d in queue[6:12]],
-        "supersede": [
-            (
-                f"{base}/decisions/{d.id}/supersede",
-                {
-                    "conclusion": "new",
-                    "rationale": "r",
-                    "explanation": "benchmark",
-                    "add": f"event {d.task_name} 1",
-                    "doc-0": "drop",
-                    "confirm_drop": "on",
-                },
-            )
-            for d in queue[12:18]
-        ],
-    }
-    for name, calls in actions.items():
-        if not calls:
+
+    def calls(verb: str, decisions: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+        data: dict[str, Any] = {
+            "reaffirm": {"explanation": "still holds"},
+            "reject": {"reason": "benchmark"},
+            "supersede": {"conclusion": "new", "rationale": "r", "explanation": "benchmark"},
+        }[verb]
+        if verb == "supersede":
+            return [
+                (
+                    f"{base}/decisions/{d.id}/supersede",
+                    {**data, "add": f"event {d.task_name} 1", "doc-0": "drop", "confirm_drop": "on"},
+                )
+                for d in decisions
+            ]
+        return [(f"{base}/decisions/{d.id}/{verb}", data) for d in decisions]
+
+    verbs = ("reaffirm", "reject", "supersede")
+    if warm > 1:  # each action's statements run once, on decisions of their own, before they are timed
+        warmed = traces.list_decisions_for_review(limit=3, offset=40).decisions
+        for verb, d in zip(verbs, warmed):
+            for url, data in calls(verb, [d]):
+                assert client.post(url, {**data, "request_id": uuid.uuid4().hex}).status_code == 302, url
+    actions = {verb: calls(verb, queue[6 * n : 6 * n + 6]) for n, verb in enumerate(verbs)}
+    for name, planned in actions.items():
+        if not planned:
             continue  # a queue too short (a small set, or a kept one settled by many runs)
         timer = Timer(store)
-        for url, data in calls:
+        for url, data in planned:
             with timer:
                 response = client.post(url, {**data, "request_id": uuid.uuid4().hex})
             assert response.status_code == 302, (url, response.status_code, response.content[:300])
@@ -345,7 +358,7 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
     if args.seed_only:
         return
     project = spot["project"]
-    large_figures = measure_pages(store, project, client, **_where(spot))
+    large_figures = measure_pages(store, project, client, **_where(spot), warm=args.warm)
     floor = percentiles([_timed(lambda: store.read(project, "RETURN 1 AS one")) for _ in range(500)])[0]
     load = os.getloadavg()
     print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms; load average {load[0]:.2f} {load[1]:.2f}")
@@ -435,6 +448,9 @@ def main() -> None:
         type=int,
         default=0,
         help="page views for the memory figure (default 1,000; 10,000 from a million decisions)",
+    )
+    parser.add_argument(
+        "--warm", type=int, default=1, help="rounds over every page (and one action of each kind) before timing"
     )
     parser.add_argument("--keep", default="", help="seed into kept stores in DIR once; later runs only measure")
     parser.add_argument("--seed-only", action="store_true", help="seed (with --keep) and stop")

@@ -48,7 +48,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
@@ -219,22 +218,16 @@ def instrumented(store: GraphStore, split: Split) -> Iterator[None]:
                 delattr(owner, name)
 
 
-def page_urls(project: str, *, decision: str, task: str, events_task: str, after: int, document: str) -> dict[str, str]:
-    """The pages of ``tests.benchmarks.pages``, by the same names."""
-    base = f"/p/{project}"
-    return {
-        "overview": f"{base}/",
-        "review queue": f"{base}/review/",
-        "review queue, page 40": f"{base}/review/?page=40",
-        "review queue, one task": f"{base}/review/?{urlencode({'task': task})}",
-        "decision (flagged)": f"{base}/decisions/{decision}/",
-        "conflicts": f"{base}/conflicts/",
-        "tasks": f"{base}/tasks/",
-        "task view": f"{base}/task/?{urlencode({'name': task})}",
-        "event log": f"{base}/events/?{urlencode({'task': events_task, 'after': after})}",
-        "document": f"{base}/document/?{urlencode({'key': document})}",
-        "activity": f"{base}/activity/",
-    }
+def page_urls(project: str, *, decision: str, **where: Any) -> dict[str, str]:
+    """The pages of ``tests.benchmarks.pages``, by the same names, in its order."""
+    from tests.benchmarks import pages
+
+    urls: dict[str, str] = {}
+    for name, url in pages.page_urls(project, **where).items():
+        urls[name] = url
+        if name == "review queue, one task":
+            urls["decision (flagged)"] = f"/p/{project}/decisions/{decision}/"
+    return urls
 
 
 def seed(store: GraphStore, decisions: int) -> str:
