@@ -108,7 +108,7 @@ def require_project(user: User, project_id: str) -> GraphStore | None:
         from .store import check_store
 
         store = check_store()
-        if project_id not in store.list_projects():
+        if not store.has_project(project_id):
             raise Http404("no such project")
         return store
     if role_of(user, project_id) is None:

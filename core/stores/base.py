@@ -258,6 +258,11 @@ class GraphStore(ABC):
     def list_projects(self) -> list[str]:
         """The ids of the projects that hold data, sorted."""
 
+    def has_project(self, project_id: str) -> bool:
+        """Whether ``project_id`` holds data (as ``list_projects`` would say,
+        without listing every project where the backend can tell sooner)."""
+        return project_id in self.list_projects()
+
     @abstractmethod
     def drop_project(self, project_id: str) -> None:
         """Remove every node of the project (tests and tools)."""

@@ -277,6 +277,18 @@ class Neo4jStore(GraphStore):
         )
         return [r["p"] for r in rows if r["p"]]
 
+    def has_project(self, project_id: str) -> bool:
+        # two index seeks, however many projects and tasks the graph holds
+        # (listing them reads every task and document: each staff page asks)
+        return bool(
+            self.read(
+                "",
+                "CALL { MATCH (t:Task {project_id: $p}) RETURN 1 AS x LIMIT 1 UNION "
+                "MATCH (d:Document {project_id: $p}) RETURN 1 AS x LIMIT 1 } RETURN x LIMIT 1",
+                {"p": project_id},
+            )
+        )
+
     def drop_project(self, project_id: str) -> None:
         query = "MATCH (n {project_id: $p}) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
         try:

@@ -77,9 +77,17 @@ def test_execute_applies_one_statement_and_returns_its_rows(store: GraphStore, i
 def test_projects_are_listed_once_they_hold_data(store: GraphStore, project_id: str) -> None:
     from core.history import ConversationHistory
 
-    assert project_id not in store.list_projects()
+    assert project_id not in store.list_projects() and not store.has_project(project_id)
     ConversationHistory(store, project_id=project_id, agent_id="a").create_task("t", goal="g")
-    assert project_id in store.list_projects()
+    assert project_id in store.list_projects() and store.has_project(project_id)
+    assert not store.has_project(project_id + "-other") and not store.has_project(project_id[:-1])
+
+
+def test_a_project_holding_only_documents_is_a_project(store: GraphStore, project_id: str) -> None:
+    from core.knowledge import Graph
+
+    Graph(store, project_id=project_id, agent_id="a").add("policy", "text")
+    assert project_id in store.list_projects() and store.has_project(project_id)
 
 
 def test_unit_whose_later_write_fails_applies_nothing(store: GraphStore, items: str) -> None:
