@@ -28,10 +28,11 @@ from .models.decision import (
 #: Queue positions are 64-bit; FalkorDB's range index compares them as
 #: doubles (a step of 256 at their size), so a range lookup takes a margin
 #: and the exact order is decided on the value itself (``+ 0`` keeps the
-#: comparison off the index).
+#: comparison off the index). A CASE rather than an OR: Neo4j's planner may
+#: split an OR into a union of two index seeks, whose rows it must then sort.
 _MARGIN = 1024
-_AFTER = "(d.queue_pos + 0 > $pos OR (d.queue_pos + 0 = $pos AND d.id > $id))"
-_BEFORE = "(d.queue_pos + 0 < $pos OR (d.queue_pos + 0 = $pos AND d.id < $id))"
+_AFTER = "CASE WHEN d.queue_pos + 0 > $pos THEN true WHEN d.queue_pos + 0 = $pos THEN d.id > $id ELSE false END"
+_BEFORE = "CASE WHEN d.queue_pos + 0 < $pos THEN true WHEN d.queue_pos + 0 = $pos THEN d.id < $id ELSE false END"
 
 
 class GroupItem(_View):
