@@ -19,6 +19,7 @@ from ._decision_rows import (
     SUPPORT,
     _decision,
     decision_arg,
+    in_queue_order,
     read_decision,
     read_decisions,
 )
@@ -180,13 +181,12 @@ class DecisionReads:
             # position index in its order when the ORDER BY names the
             # index's leading property too: the page reads its own rows and
             # those it skips, however long the queue (no head, no ranges)
-            lead = "task_id" if "tid" in params else "project_id"
+            match, ordered = in_queue_order("task_id" if "tid" in params else "project_id")
             return read_decisions(
                 self.store,
                 self.project_id,
-                f"MATCH (d:Decision) USING INDEX SEEK d:Decision({lead}, queue_pos) "
-                f"WHERE d.queue_pos IS NOT NULL AND d.review_open = true{filters} "
-                f"WITH d ORDER BY d.{lead}, d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
+                f"{match} d.review_open = true{filters} "
+                f"WITH d ORDER BY {ordered} SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
                 params,
             )
         if count > QUEUE_SORT_LIMIT:

@@ -25,6 +25,17 @@ SUPPORTS: TypeAdapter[list[Support]] = TypeAdapter(list[Support])
 SUPPORT: TypeAdapter[Support] = TypeAdapter(Support)
 
 
+def in_queue_order(lead: str) -> tuple[str, str]:
+    """Neo4j's read of decisions in queue order: the MATCH up to its WHERE's
+    next condition, and the ORDER BY. It walks the ``(lead, queue_pos)``
+    index in its order, because the ORDER BY names the index's leading
+    property too; ordering by ``queue_pos`` alone would sort every match."""
+    return (
+        f"MATCH (d:Decision) USING INDEX SEEK d:Decision({lead}, queue_pos) WHERE d.queue_pos IS NOT NULL AND",
+        f"d.{lead}, d.queue_pos, d.id",
+    )
+
+
 _DECISION_FIELDS = (
     "d.id AS id, d.task_id AS task_id, d.task_name AS task_name, d.choice_key AS choice_key, "
     "d.revision AS revision, d.conclusion AS conclusion, d.rationale AS rationale, "

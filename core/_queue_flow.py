@@ -12,7 +12,7 @@ from typing import Any
 
 from . import _common as c
 from ._causes import describe_cause
-from ._decision_rows import _DECISION_FIELDS, _decision
+from ._decision_rows import _DECISION_FIELDS, _decision, in_queue_order
 from ._review import Positions
 from ._workbench import _View
 from .knowledge import Graph
@@ -381,11 +381,7 @@ class QueueFlowViews:
         group's part of it, or the project's; on FalkorDB, a sort."""
         if self.store.graph_per_project:
             return "MATCH (d:Decision) WHERE", "d.queue_pos, d.id"
-        lead = "root_cause" if cause else "project_id"
-        return (
-            f"MATCH (d:Decision) USING INDEX SEEK d:Decision({lead}, queue_pos) WHERE d.queue_pos IS NOT NULL AND",
-            f"d.{lead}, d.queue_pos, d.id",
-        )
+        return in_queue_order("root_cause" if cause else "project_id")
 
     def _flow_where(
         self, *, task: str | None = None, reason: str | None = None, state: str | None = None, cause: str | None = None
