@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from django import template
 from django.urls import reverse
@@ -113,17 +115,7 @@ def card_links(context: template.Context, d: object) -> dict[str, str]:
     reaffirm and reject actions, its task's page): the URL shapes are
     reversed once per request, not for each of the page's cards."""
     project, flow = context.get("project"), bool(context.get("flow"))
-    # kept on the request: each {% partial %} renders with a render context of its own
-    request = getattr(context, "request", None)
-    known = getattr(request, "_reviewer_card_links", None) if request is not None else None
-    if known is None:
-        known = {}
-        if request is not None:
-            request._reviewer_card_links = known
-    cached = known.get((project, flow))
-    if cached is None:
-        cached = known[(project, flow)] = _card_shapes(project, flow)
-    task, shapes = cached
+    task, shapes = _per_request(context, ("card", project, flow), lambda: _card_shapes(project, flow))
     did = str(getattr(d, "id", ""))
     links = {key: head + did + tail for key, (head, tail) in shapes.items()}
     links["id"] = did
@@ -145,14 +137,23 @@ def decision_url(context: template.Context, project: str, decision_id: object) -
     did = str(decision_id)
     if not isinstance(decision_id, uuid.UUID) and not _UUID_TEXT.match(did):
         return reverse("decision", args=(project, decision_id))
+    head, tail = _per_request(
+        context,
+        ("decision", project),
+        lambda: reverse("decision", args=(project, _PLACEHOLDER)).rpartition(_PLACEHOLDER_TEXT)[::2],
+    )
+    return head + did + tail
+
+
+def _per_request(context: template.Context, key: object, make: Callable[[], Any]) -> Any:
+    """``make()``, once per request and ``key``: kept on the request, because
+    each ``{% partial %}`` renders with a render context of its own."""
     request = getattr(context, "request", None)
-    known = getattr(request, "_reviewer_decision_urls", None) if request is not None else None
+    known = getattr(request, "_reviewer_url_shapes", None) if request is not None else None
     if known is None:
         known = {}
         if request is not None:
-            request._reviewer_decision_urls = known
-    shape = known.get(project)
-    if shape is None:
-        head, _, tail = reverse("decision", args=(project, _PLACEHOLDER)).rpartition(_PLACEHOLDER_TEXT)
-        shape = known[project] = (head, tail)
-    return shape[0] + did + shape[1]
+            request._reviewer_url_shapes = known
+    if key not in known:
+        known[key] = make()
+    return known[key]
