@@ -1,6 +1,8 @@
 """The kept counters and numbers of review, so that no page aggregates ten
 thousand decisions: the review queue's counters on the project's
-``ReviewQueue`` node, each task's on its ``TaskDecisions`` node, the
+``ReviewQueue`` node (with the count of choices in conflict, ``conflicts``),
+how many decisions of the queue each root cause holds (a ``QueueCause``
+node per cause), each task's counters on its ``TaskDecisions`` node, the
 creation numbers (``active_seq``) that order a task's newest decisions, and
 the last queue position given (``last_pos``).
 
@@ -84,11 +86,19 @@ _ROW_CONTRIBUTION = (
     "CASE WHEN d.review_open = true AND d.review_state = 'unknown' THEN 1 ELSE 0 END AS unknown, "
     "CASE WHEN d.review_open = true AND d.queued = true THEN 1 ELSE 0 END AS queued"
 )
+#: The root cause a decision is counted under while it is in the queue ("" for none).
+_ROW_CAUSE = "CASE WHEN d.review_open = true THEN coalesce(d.root_cause, '') END"
 
 
 #: The order of a row's counts in :class:`Tally`.
 _ALL = ("active", "open", "needs_review", "unknown", "queued")
 _FLAGGED = (1, 1, 1, 0)  # active, in the queue, needing review, not unknown (queued as before)
+
+
+def _cause_of(row: dict[str, Any]) -> str | None:
+    """The root cause a decision row (``open``, ``root_cause``) is counted
+    under, None when it is not in the queue."""
+    return (row.get("root_cause") or "") if row.get("open") else None
 
 
 def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
@@ -108,24 +118,27 @@ def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
 class Tally:
     """Kept counters, so that no page aggregates ten thousand decisions
     (their units run one at a time: see :func:`lock`): the review queue's (in the queue, needing review,
-    reading unknown, queued) on the project's ``ReviewQueue`` node, and each
-    task's (active decisions, decisions in the queue) on its
-    ``TaskDecisions`` node.
+    reading unknown, queued) on the project's ``ReviewQueue`` node, how
+    many decisions each root cause holds in the queue (``QueueCause``
+    nodes), and each task's (active decisions, decisions in the queue) on
+    its ``TaskDecisions`` node.
 
     A unit that changes the status or review state of some decisions makes a
     tally of their ids before its first write (it reads what they count for
-    now and their tasks; ``new``: decisions the unit creates, with their
-    task ids), and settles it after its last change to them: one statement
-    that counts them again, seeing the unit's writes, and moves the counters
-    by the difference (decisions whose outcome is certain, as for
-    :func:`flag`, are not counted again: see :meth:`flagged`). Deleted
-    decisions count for nothing afterwards. A counter that was never
-    counted stays so: the first read counts it (:func:`recount`,
-    :func:`task_state`), and from then on every unit keeps it.
+    now, their root causes and their tasks; ``new``: decisions the unit
+    creates, with their task ids, counted by :meth:`created`), and settles it
+    after its last change to them: statements that count them again, seeing
+    the unit's writes, and move the counters by the difference (decisions
+    whose outcome is certain, as for :func:`flag` and new decisions, are not
+    counted again: see :meth:`flagged`). Deleted decisions count for nothing
+    afterwards. A counter that was never counted stays so: the first read
+    counts it (:func:`recount`, :func:`task_state`, :func:`cause_counts`),
+    and from then on every unit keeps it.
 
     It takes the counters' lock and the unit's queue positions
     (:attr:`positions`) first; rows the caller read before that lock
-    (``known``) are read again."""
+    (``known``) are read again, as are known rows in the queue that do not
+    say their ``root_cause``."""
 
     def __init__(
         self,
@@ -137,37 +150,47 @@ class Tally:
         known: list[dict[str, Any]] | None = None,
     ) -> None:
         self.project_id = project_id
-        # id -> (task id, raw queued flag, what it counts for now); and the
-        # counts of those whose outcome is certain
-        self.rows: dict[str, tuple[str, bool, tuple[int, ...]]] = {}
-        self.after: dict[str, tuple[int, ...]] = {}
+        # id -> (task id, raw queued flag, what it counts for now, its root
+        # cause in the queue); and the counts and causes of those whose
+        # outcome is certain
+        self.rows: dict[str, tuple[str, bool, tuple[int, ...], str | None]] = {}
+        self.after: dict[str, tuple[tuple[int, ...], str | None]] = {}
         if lock(tx, project_id):
             known = None  # read before the lock: perhaps changed since
         self.positions = tx.state.get("positions") or positions(tx, project_id)
         if new is not None:
-            self.rows = {i: (tid, False, (0, 0, 0, 0, 0)) for i, tid in new.items()}
+            self.rows = {i: (tid, False, (0, 0, 0, 0, 0), None) for i, tid in new.items()}
             return
         wanted = set(ids)
         for r in known or []:  # what the caller read already
-            if r["id"] in wanted and r.get("task_id") and r.get("status"):
-                self.rows[r["id"]] = (r["task_id"], bool(r.get("queued")), _counts_of(r))
+            if r["id"] in wanted and r.get("task_id") and r.get("status") and ("root_cause" in r or not r.get("open")):
+                self.rows[r["id"]] = (r["task_id"], bool(r.get("queued")), _counts_of(r), _cause_of(r))
         rest = sorted(wanted - set(self.rows))
         if rest:
             for r in tx.read(
                 "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.task_id AS tid, "
-                f"d.queued AS queued_raw, {_ROW_CONTRIBUTION}",
+                f"d.queued AS queued_raw, {_ROW_CAUSE} AS cause, {_ROW_CONTRIBUTION}",
                 {"ids": rest},
             ):
-                self.rows[r["id"]] = (r["tid"], bool(r["queued_raw"]), tuple(int(r[k]) for k in _ALL))
+                self.rows[r["id"]] = (r["tid"], bool(r["queued_raw"]), tuple(int(r[k]) for k in _ALL), r["cause"])
 
-    def flagged(self, ids: list[str]) -> None:
-        """These decisions are about to be flagged by :func:`flag`'s write:
-        the active ones will count as active, in the queue and needing
-        review (queued as before), so the settle need not count them again."""
+    def flagged(self, ids: list[str], cause: str) -> None:
+        """These decisions are about to be flagged by :func:`flag`'s write
+        with root cause ``cause``: the active ones will count as active, in
+        the queue and needing review (queued as before), so the settle need
+        not count them again."""
         for i in ids:
             row = self.rows.get(i)
             if row is not None and row[2][0]:
-                self.after[i] = (*_FLAGGED, int(row[1]))
+                self.after[i] = ((*_FLAGGED, int(row[1])), cause)
+
+    def created(self, nodes: list[dict[str, Any]]) -> None:
+        """What the new decisions (their node rows, about to be written) will
+        count for: certain, so the settle does not read them."""
+        for n in nodes:
+            if n["id"] in self.rows:
+                row = {"status": n["status"], "open": n["review_open"], "state": n["review_state"]}
+                self.after[n["id"]] = (_counts_of(row), _cause_of({**row, "root_cause": n["root_cause"]}))
 
     def settle(self, tx: Tx) -> None:
         last = self.positions.last
@@ -183,14 +206,19 @@ class Tally:
         # off before here, the others are counted again by the statement
         before = [0] * len(_ALL)
         tasks: dict[str, tuple[list[int], list[str]]] = {}
+        causes: dict[str, int] = {}
         zero = (0,) * len(_ALL)
-        for i, (tid, _queued, counts) in self.rows.items():
+        for i, (tid, _queued, counts, cause) in self.rows.items():
             task = tasks.get(tid)
             if task is None:
                 task = tasks[tid] = ([0] * len(_ALL), [])
-            after = self.after.get(i)
+            after, after_cause = self.after.get(i, (None, None))
             if after is None:
                 task[1].append(i)
+            elif after_cause is not None:
+                causes[after_cause] = causes.get(after_cause, 0) + 1
+            if cause is not None:
+                causes[cause] = causes.get(cause, 0) - 1
             for n, (b, a) in enumerate(zip(counts, after or zero)):
                 task[0][n] += b - a
                 before[n] += b - a
@@ -218,7 +246,37 @@ class Tally:
                 **{f"b_{k}": before[_ALL.index(k)] for k in COUNTERS},
             },
         )
+        uncertain = sorted(i for _b, ids in tasks.values() for i in ids)
+        moves = [{"cause": k, "n": n} for k, n in sorted(causes.items()) if n]
+        if uncertain or moves:
+            _move_causes(tx, self.project_id, uncertain, moves)
         self.rows, self.after = {}, {}
+
+
+#: The id of a root cause's ``QueueCause`` node, in Cypher (``$p``: the project).
+_CAUSE_ID = "$p + $sep + cause"
+_SEP = "\x1f"
+
+
+def _move_causes(tx: Tx, project_id: str, ids: list[str], moves: list[dict[str, Any]]) -> None:
+    """Move the root causes' kept counts (where kept: the queue says
+    ``causes_counted``) by ``moves`` (each ``cause`` and ``n``) and by the
+    causes ``ids`` hold in the queue now. A count that reaches nothing goes,
+    so the causes read are the queue's."""
+    counted = (
+        "UNWIND $ids AS id MATCH (d:Decision {id: id}) "
+        f"WITH {_ROW_CAUSE} AS cause WITH cause, count(*) AS n WHERE cause IS NOT NULL "
+        "WITH collect({cause: cause, n: n}) AS found UNWIND found + $moves AS m "
+        if ids
+        else "UNWIND $moves AS m "
+    )
+    tx.write(
+        counted + "WITH m.cause AS cause, sum(m.n) AS n WHERE n <> 0 "
+        "MATCH (q:ReviewQueue {id: $qid}) WHERE q.causes_counted = true "
+        f"MERGE (k:QueueCause {{id: {_CAUSE_ID}}}) ON CREATE SET k.project_id = $p, k.cause = cause, k.n = 0 "
+        "SET k.n = k.n + n WITH k WHERE k.n <= 0 DELETE k",
+        {"ids": ids, "moves": moves, "p": project_id, "qid": queue_node_id(project_id), "sep": _SEP},
+    )
 
 
 def kept_counts(store: Any, project_id: str) -> dict[str, int]:
@@ -261,8 +319,129 @@ def recount(store: Any, project_id: str) -> dict[str, int]:
     return store.transact(project_id, work)
 
 
-def _scope(store: Any) -> str:
-    return "" if store.graph_per_project else " AND d.project_id = $p"
+#: Cypher ending a statement that set choices' conflict flags: ``was`` and
+#: ``now`` (1 or 0) per choice move the kept count of choices in conflict
+#: (where kept; ``$qid``: the project's queue node). The unit holds the
+#: counters' lock.
+MOVE_CONFLICTS = (
+    "WITH sum(now - was) AS moved MATCH (q:ReviewQueue {id: $qid}) WHERE q.conflicts IS NOT NULL "
+    "SET q.conflicts = q.conflicts + moved"
+)
+
+
+def conflict_count(store: Any, project_id: str) -> int:
+    """The kept count of choice keys in conflict (counted once, in a unit,
+    first, where never counted)."""
+    qid = queue_node_id(project_id)
+    rows = store.read(project_id, "MATCH (q:ReviewQueue {id: $id}) RETURN q.conflicts AS n", {"id": qid})
+    if rows and rows[0]["n"] is not None:
+        return int(rows[0]["n"])
+    if not rows and not store.read(
+        project_id,
+        f"MATCH (ch:Choice) WHERE ch.conflict = true{_scope(store, 'ch')} RETURN 1 AS x LIMIT 1",
+        {"p": project_id},
+    ):
+        return 0  # nothing to count (and reading writes nothing)
+    return count_conflicts(store, project_id)
+
+
+def count_conflicts(store: Any, project_id: str) -> int:
+    """Count the choice keys in conflict and keep the count (the first
+    count, and a repair)."""
+
+    def work(tx: Tx) -> int:
+        lock(tx, project_id)
+        n = tx.read(
+            f"MATCH (ch:Choice) WHERE ch.conflict = true{_scope(store, 'ch')} RETURN count(ch) AS n",
+            {"p": project_id},
+        )[0]["n"]
+        tx.write(
+            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p SET q.conflicts = $n",
+            {"qid": queue_node_id(project_id), "p": project_id, "n": int(n)},
+        )
+        return int(n)
+
+    return store.transact(project_id, work)
+
+
+def _open_causes_direct(tx: Tx, store: Any, project_id: str) -> dict[str, int]:
+    rows = tx.read(
+        f"MATCH (d:Decision) WHERE d.review_open = true{_scope(store)} "
+        "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
+        {"p": project_id},
+    )
+    return {r["cause"]: int(r["n"]) for r in rows}
+
+
+def count_causes(store: Any, project_id: str) -> dict[str, int]:
+    """Count how many decisions of the queue each root cause holds and keep
+    the counts (the first count of a queue, and a repair): from then on
+    every :class:`Tally` moves them."""
+
+    def work(tx: Tx) -> dict[str, int]:
+        lock(tx, project_id)
+        counts = _open_causes_direct(tx, store, project_id)
+        tx.write("MATCH (k:QueueCause) WHERE k.project_id = $p DETACH DELETE k", {"p": project_id})
+        if counts:
+            tx.write(
+                f"UNWIND $rows AS r WITH r.cause AS cause, r.n AS n "
+                f"CREATE (:QueueCause {{id: {_CAUSE_ID}, project_id: $p, cause: cause, n: n}})",
+                {"rows": [{"cause": k, "n": n} for k, n in sorted(counts.items())], "p": project_id, "sep": _SEP},
+            )
+        tx.write(
+            "MERGE (q:ReviewQueue {id: $qid}) ON CREATE SET q.project_id = $p SET q.causes_counted = true",
+            {"qid": queue_node_id(project_id), "p": project_id},
+        )
+        return counts
+
+    return store.transact(project_id, work)
+
+
+def cause_sizes(store: Any, project_id: str, causes: list[str]) -> dict[str, int]:
+    """How many decisions of the queue each of ``causes`` ("" for none)
+    holds: kept counts, read by id (counted first where never counted)."""
+    if not causes:
+        return {}
+    rows = store.read(
+        project_id,
+        "MATCH (q:ReviewQueue {id: $qid}) WHERE q.causes_counted = true "
+        f"WITH q UNWIND $causes AS cause OPTIONAL MATCH (k:QueueCause {{id: {_CAUSE_ID}}}) "
+        "RETURN cause, k.n AS n",
+        {"qid": queue_node_id(project_id), "causes": list(causes), "p": project_id, "sep": _SEP},
+    )
+    if not rows:  # never counted
+        counts = count_causes(store, project_id)
+        return {k: counts.get(k, 0) for k in causes}
+    return {r["cause"]: int(r["n"] or 0) for r in rows}
+
+
+def top_causes(store: Any, project_id: str, limit: int) -> list[tuple[str, int]]:
+    """The root causes of the queue with how many decisions each holds, most
+    first: kept counts (counted first where never counted)."""
+    rows = store.read(
+        project_id,
+        "MATCH (k:QueueCause) WHERE k.project_id = $p AND k.n > 0 "
+        "RETURN k.cause AS cause, k.n AS n ORDER BY n DESC, cause LIMIT $n",
+        {"p": project_id, "n": limit},
+    )
+    if rows:
+        return [(r["cause"], int(r["n"])) for r in rows]
+    if store.read(
+        project_id,
+        "MATCH (q:ReviewQueue {id: $qid}) WHERE q.causes_counted = true RETURN 1 AS x",
+        {"qid": queue_node_id(project_id)},
+    ) or not store.read(
+        project_id,
+        f"MATCH (d:Decision) WHERE d.review_open = true{_scope(store)} RETURN 1 AS x LIMIT 1",
+        {"p": project_id},
+    ):
+        return []  # counted and empty, or nothing to count (and reading writes nothing)
+    counts = count_causes(store, project_id)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def _scope(store: Any, var: str = "d") -> str:
+    return "" if store.graph_per_project else f" AND {var}.project_id = $p"
 
 
 def open_count(store: Any, project_id: str) -> int:

@@ -150,6 +150,8 @@ class DecisionReads:
             kept = _counters.open_count(self.store, self.project_id)
         elif task_only:
             kept = _counters.task_state(self.store, self.project_id, params["tid"])["open"]
+        elif root_cause and len(where) == base + 1:  # one root cause's group
+            kept = _counters.cause_sizes(self.store, self.project_id, [root_cause])[root_cause]
         count = (
             kept
             if kept is not None
@@ -244,59 +246,30 @@ class DecisionReads:
 
     def _open_causes(self, limit: int) -> list[tuple[str, int]]:
         """The root causes of the review queue with how many each, most
-        first. The queue's counts come from the kept counters: grouping by
-        the cause alone reads one property of each open decision, not three
-        (a third of the time at 100,000 decisions on FalkorDB); still one
-        pass over the queue."""
-        rows = self.store.read(
-            self.project_id,
-            f"MATCH (d:Decision) WHERE d.review_open = true{self._scope('d')} "
-            "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
-            {"p": self.project_id},
-        )
-        return sorted(((r["cause"], r["n"]) for r in rows), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        first: kept counts (``_counters.top_causes``), not a pass over the
+        queue."""
+        return _counters.top_causes(self.store, self.project_id, limit)
 
     def review_counts(self) -> dict[str, int]:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict.
-        The queue's kept counters are read, not counted."""
-        if self.store.graph_per_project:
-            found = self._kept_counts_and_conflicts()
-            if found is not None:
-                return found
-        kept = _counters.kept_counts(self.store, self.project_id)
+        The kept counters are read, not counted: one round trip."""
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (q:ReviewQueue {id: $qid}) "
+            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, "
+            "q.conflicts AS conflicts",
+            {"qid": _counters.queue_node_id(self.project_id)},
+        )
+        if rows and all(rows[0][k] is not None for k in (*_counters.COUNTERS, "conflicts")):
+            return {k: int(rows[0][k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
+        kept = _counters.kept_counts(self.store, self.project_id)  # never counted: count first
         return {
             "needs_review": kept["needs_review"],
             "unknown": kept["unknown"],
             "queued": kept["queued"],
-            "conflicts": self._conflict_count(),
+            "conflicts": _counters.conflict_count(self.store, self.project_id),
         }
-
-    def _kept_counts_and_conflicts(self) -> dict[str, int] | None:
-        """``review_counts`` in one round trip where a project is a graph of
-        its own (FalkorDB): the kept counters and the conflicts' count read
-        together. None when the counters were never counted (then
-        ``kept_counts`` counts them)."""
-        rows = self.store.read(
-            self.project_id,
-            # the count first, through the conflict index (behind an
-            # OPTIONAL MATCH it scans every choice: five times slower)
-            "MATCH (ch:Choice) WHERE ch.conflict = true WITH count(ch) AS conflicts "
-            "OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
-            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, conflicts",
-            {"qid": _counters.queue_node_id(self.project_id)},
-        )
-        if not rows or any(rows[0][k] is None for k in _counters.COUNTERS):
-            return None
-        row = rows[0]
-        return {k: int(row[k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
-
-    def _conflict_count(self) -> int:
-        return self.store.read(
-            self.project_id,
-            f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} RETURN count(ch) AS n",
-            {"p": self.project_id},
-        )[0]["n"]
 
     def review_root_causes(self, *, limit: int = 50) -> list[tuple[str, int]]:
         """What flagged the decisions in the review queue, with how many each

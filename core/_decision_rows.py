@@ -123,6 +123,7 @@ def write_new_decisions(
         ]
     if numbers is None:
         numbers = _counters.take_numbers(tx, project_id, [n["task_id"] for n in nodes])
+    tally.created(nodes)
     _counters.number_new(tx, nodes, numbers)
     tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
     if docs:

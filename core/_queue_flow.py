@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _common as c
+from . import _counters
 from ._causes import describe_cause
 from ._decision_rows import _DECISION_FIELDS, _decision, in_queue_order
 from ._review import Positions
@@ -171,7 +172,7 @@ class QueueFlowViews:
             f"{match} {where} WITH d ORDER BY {order} LIMIT $n RETURN {_DECISION_FIELDS}, d.queued AS queued",
             {**params, "n": self.GROUP_SHOWN + 1},
         )
-        count = self._count(where, params)
+        count = self.group_sizes([cause])[cause]
         memo = _Memo(self.graph)
         real, self.graph = self.graph, memo  # many decisions of a group cite the same versions
         try:
@@ -236,10 +237,7 @@ class QueueFlowViews:
         the position counts what was settled since, by anyone."""
         left_in_group = 0
         if cause is not None:
-            where, params = self._flow_where(cause=cause)
-            left_in_group = self.store.read(
-                self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params
-            )[0]["n"]
+            left_in_group = self.group_sizes([cause])[cause]
         total = max(group_total, left_in_group)
         f = filters or {}
         if counts is not None and not f:
@@ -278,26 +276,9 @@ class QueueFlowViews:
         )[0]["n"]
 
     def group_sizes(self, causes: list[str]) -> dict[str, int]:
-        """How many open decisions each root cause ("" for none) holds now."""
-        if not causes:
-            return {}
-        sizes = dict.fromkeys(causes, 0)
-        named = [cause for cause in causes if cause]
-        if named:  # each through the root-cause index
-            # A decision holds a root cause only while it is in the queue
-            # (it is set with ``review_open`` and removed with it: see
-            # ``_review.LEAVE_QUEUE``), so the index alone counts the group,
-            # without reading each decision (half the time on FalkorDB).
-            rows = self.store.read(
-                self.project_id,
-                "UNWIND $causes AS cause MATCH (d:Decision {root_cause: cause})"
-                f"{'' if self.store.graph_per_project else ' WHERE d.project_id = $p'} RETURN cause, count(d) AS n",
-                {"p": self.project_id, "causes": named},
-            )
-            sizes.update({r["cause"]: r["n"] for r in rows})
-        if "" in sizes:
-            sizes[""] = self._count(*self._flow_where(cause=""))
-        return sizes
+        """How many open decisions each root cause ("" for none) holds now:
+        the kept counts (``_counters.cause_sizes``)."""
+        return _counters.cause_sizes(self.store, self.project_id, list(dict.fromkeys(causes)))
 
     def queue_count(
         self, *, task: str | None = None, reason: str | None = None, state: str | None = None, cause: str | None = None
@@ -307,6 +288,8 @@ class QueueFlowViews:
         if not (task or reason or state or cause):
             counts = self.traces.review_counts()
             return counts["needs_review"] + counts["unknown"]
+        if cause is not None and not (task or reason or state):
+            return self.group_sizes([cause])[cause]
         where, params = self._flow_where(task=task, reason=reason, state=state, cause=cause)
         return self._count(where, params)
 

@@ -47,7 +47,8 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = tx.read(
         "UNWIND $ids AS id MATCH (y:Decision {id: id}) WITH y MATCH (y)<-[:DEPENDS_ON]-(x:Decision) "
         "WHERE x.status = 'active' RETURN x.id AS id, y.id AS source, x.review_open AS open, "
-        "x.review_state AS state, x.queued AS queued, x.task_id AS task_id ORDER BY x.id, y.id",
+        "x.review_state AS state, x.queued AS queued, x.task_id AS task_id, x.root_cause AS root_cause "
+        "ORDER BY x.id, y.id",
         {"ids": sorted(by_id)},
     )
     found: dict[str, dict[str, Any]] = {}
@@ -62,6 +63,7 @@ def dependants(tx: Tx, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "state": row["state"],
                 "queued": row["queued"],
                 "task_id": row["task_id"],
+                "root_cause": row["root_cause"],
                 "status": "active",
             }
     return list(found.values())
@@ -81,13 +83,14 @@ def flag(
     """Flag active decisions ``needs_review`` for ``reason``; with ``spread``,
     queue the active decisions that depend on them. ``known``: rows the
     caller read of ``ids`` (``id``, ``task_id``, ``status``, ``open``,
-    ``state``, ``queued``), which saves reading them again. It reads first,
+    ``state``, ``queued``, and ``root_cause`` for those in the queue), which
+    saves reading them again. It reads first,
     so call it before the unit's first write."""
     queued = dependants(tx, [{"id": i, "cause": cause, "depth": 0} for i in ids]) if spread else []
     flagged = set(ids)
     queued = [r for r in queued if r["id"] not in flagged]
     tally = Tally(tx, project_id, [*ids, *(r["id"] for r in queued)], known=[*(known or []), *queued])
-    tally.flagged(ids)
+    tally.flagged(ids, cause)
     positions = tally.positions
     first = positions.take(len(ids))[0] if ids else 0
     tx.write(  # positions in the order of ids; ids as a plain list, which is quicker to send than maps

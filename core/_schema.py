@@ -58,6 +58,8 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Decision", ("task_id", "queue_pos")),
         NodeIndex("Decision", ("root_cause", "queue_pos")),  # a root-cause group in queue order
         NodeIndex("ReviewQueue", ("id",), unique=True),
+        NodeIndex("QueueCause", ("id",), unique=True),  # the kept size of a root cause's group
+        NodeIndex("QueueCause", ("project_id",)),
         NodeIndex("TaskDecisions", ("id",), unique=True),
         NodeIndex("Activity", ("id",), unique=True),
         NodeIndex("Activity", ("project_id",)),

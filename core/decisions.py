@@ -154,8 +154,9 @@ class DecisionTraces(DecisionReads):
     def _write_choice(self, tx: Tx, choice_key: str, active: list[dict[str, Any]], at: str) -> None:
         norms = {a["norm"] for a in active}
         tx.write(
-            "MERGE (ch:Choice {id: $id}) SET ch.project_id = $p, ch.key = $key, ch.active = $n, "
-            "ch.conflict = $conflict, ch.updated_at = $at",
+            "MERGE (ch:Choice {id: $id}) WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
+            "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at "
+            f"WITH was, {1 if len(norms) > 1 else 0} AS now " + _counters.MOVE_CONFLICTS,
             {
                 "id": c.choice_node_id(self.project_id, choice_key),
                 "p": self.project_id,
@@ -163,6 +164,7 @@ class DecisionTraces(DecisionReads):
                 "n": len(active),
                 "conflict": True if len(norms) > 1 else None,
                 "at": at,
+                "qid": _counters.queue_node_id(self.project_id),
             },
         )
 
@@ -631,12 +633,16 @@ class DecisionTraces(DecisionReads):
         tx.write(
             "UNWIND $keys AS k MATCH (d:Decision {choice_key: k.key}) WHERE d.project_id = $p AND d.status = 'active' "
             "WITH k, count(d) AS n, collect(DISTINCT d.conclusion_norm) AS norms "
-            "MERGE (ch:Choice {id: k.id}) SET ch.project_id = $p, ch.key = k.key, ch.active = n, "
-            "ch.conflict = CASE WHEN size(norms) > 1 THEN true ELSE null END, ch.updated_at = $at",
+            "MERGE (ch:Choice {id: k.id}) "
+            "WITH ch, k, n, CASE WHEN size(norms) > 1 THEN 1 ELSE 0 END AS now, "
+            "CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
+            "SET ch.project_id = $p, ch.key = k.key, ch.active = n, "
+            "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at " + _counters.MOVE_CONFLICTS,
             {
                 "keys": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys],
                 "p": self.project_id,
                 "at": at,
+                "qid": _counters.queue_node_id(self.project_id),
             },
         )
 

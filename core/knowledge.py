@@ -145,7 +145,7 @@ class Graph:
                     "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
                     "WHERE d.status = 'active' AND r.seq < $seq "
                     "RETURN DISTINCT d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, "
-                    "d.task_id AS task_id, d.status AS status",
+                    "d.task_id AS task_id, d.status AS status, d.root_cause AS root_cause",
                     {"id": doc_id, "seq": seq},
                 )
             flagged = [r["id"] for r in citing]
@@ -237,7 +237,7 @@ class Graph:
                 "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[:CITES_DOC]-(d:Decision) "
                 "WHERE d.status = 'active' "
                 "RETURN DISTINCT d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, "
-                "d.task_id AS task_id, d.status AS status",
+                "d.task_id AS task_id, d.status AS status, d.root_cause AS root_cause",
                 {"id": doc_id},
             )
             flagged = [r["id"] for r in citing]

@@ -140,7 +140,7 @@ class HistoryRetention:
         own_rows = read(
             "MATCH (d:Decision {task_id: $id}) "
             "RETURN d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, "
-            "d.task_id AS task_id, d.status AS status",
+            "d.task_id AS task_id, d.status AS status, d.root_cause AS root_cause",
             {"id": tid},
         )
         own = [r["id"] for r in own_rows]
@@ -292,16 +292,26 @@ class HistoryRetention:
         }
 
     def _write_choices(self, tx: Tx, remaining: dict[str, list[dict[str, Any]]]) -> None:
-        for key, active in remaining.items():
-            norms = {a["norm"] for a in active}
-            tx.write(
-                "MATCH (ch:Choice {id: $id}) SET ch.active = $n, ch.conflict = $conflict",
-                {
-                    "id": c.choice_node_id(self.project_id, key),
-                    "n": len(active),
-                    "conflict": True if len(norms) > 1 else None,
-                },
-            )
+        if not remaining:
+            return
+        tx.write(
+            "UNWIND $rows AS r MATCH (ch:Choice {id: r.id}) "
+            "WITH ch, r, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, "
+            "CASE WHEN r.conflict THEN 1 ELSE 0 END AS now "
+            "SET ch.active = r.n, ch.conflict = CASE WHEN r.conflict THEN true ELSE null END "
+            + _counters.MOVE_CONFLICTS,
+            {
+                "rows": [
+                    {
+                        "id": c.choice_node_id(self.project_id, key),
+                        "n": len(active),
+                        "conflict": len({a["norm"] for a in active}) > 1,
+                    }
+                    for key, active in sorted(remaining.items())
+                ],
+                "qid": _counters.queue_node_id(self.project_id),
+            },
+        )
 
 
 class ActivityLog:

@@ -80,8 +80,9 @@ def _agent(url: str, project: str, n: int, start: Any, out: Any) -> None:
                         supports.append({"kind": "decision", "decision_id": rnd.choice(mine)})
                     made = traces.record_decision(
                         f"own-{n}",
-                        choice_key=f"a{n}-choice-{i}",
-                        conclusion=f"option {i % 2}",
+                        # some keys every agent decides, differently: conflicts come and go
+                        choice_key=f"contested-{i // 6 % 3}" if i % 6 == 0 else f"a{n}-choice-{i}",
+                        conclusion=f"option {i % 2}" if i % 6 else f"agent {n}'s option",
                         rationale="concurrency",
                         supports=supports,
                         request_id=f"a{n}-d{i}",
@@ -212,6 +213,25 @@ def _direct(store: GraphStore, project: str) -> dict[str, int]:
     return {k: int(rows[0][k] or 0) for k in _counters.COUNTERS}
 
 
+def _direct_causes(store: GraphStore, project: str) -> list[tuple[str, int]]:
+    """Each root cause's decisions in the queue, counted, most first."""
+    rows = store.read(
+        project,
+        "MATCH (d:Decision) WHERE d.project_id = $p AND d.review_open = true "
+        "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
+        {"p": project},
+    )
+    return sorted(((r["cause"], r["n"]) for r in rows), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _direct_conflicts(store: GraphStore, project: str) -> int:
+    return store.read(
+        project,
+        "MATCH (ch:Choice) WHERE ch.project_id = $p AND ch.conflict = true RETURN count(ch) AS n",
+        {"p": project},
+    )[0]["n"]
+
+
 def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore, project_id: str) -> None:
     history = ConversationHistory(store, project_id=project_id, agent_id="setup")
     graph = Graph(store, project_id=project_id, agent_id="setup")
@@ -250,6 +270,9 @@ def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore,
         ]
     )
     assert _counters.kept_counts(store, project_id) == _direct(store, project_id)  # counted from the start
+    # the root causes' group sizes and the conflicts' count, kept from here on
+    assert _counters.top_causes(store, project_id, 200) == _direct_causes(store, project_id)
+    assert _counters.conflict_count(store, project_id) == _direct_conflicts(store, project_id)
 
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
@@ -322,6 +345,8 @@ def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore,
 
     # every kept counter equals a direct count
     assert _counters.kept_counts(store, project_id) == _direct(store, project_id)
+    assert _counters.top_causes(store, project_id, 200) == _direct_causes(store, project_id)
+    assert _counters.conflict_count(store, project_id) == _direct_conflicts(store, project_id)
     for task in ["shared", *(f"own-{n}" for n in range(AGENTS))]:
         tid = c.task_id(project_id, task)
         kept = _counters.task_state(store, project_id, tid)

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from core import _causes, _counters
 from core import _common as c
-from core import _counters
 from core.decisions import DEFAULT_REAFFIRM_EXPLANATION, DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph, encode_span
@@ -23,6 +23,7 @@ from core.models import (
 )
 from core.models.knowledge import FetchResult, FetchStatus
 from core.retention import HistoryRetention
+from core.review_views import ReviewViews
 from core.stores import GraphStore
 
 ADR = "We store decisions in a graph.\n\nPostgres stays the system of record for billing.\n\nReviews happen weekly."
@@ -720,6 +721,39 @@ def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) 
     check()
 
 
+def test_a_queue_from_before_its_causes_and_conflicts_were_kept_is_counted_once(world: World) -> None:
+    """A store written before the root causes' group sizes and the
+    conflicts' count were kept has neither: the first read counts them,
+    once, and from then on every change moves them."""
+    roots = [world.record("pick-db", f"k{i}", "Postgres").decision for i in range(3)]
+    world.record("billing", "k0", "MySQL")  # a conflict
+    world.record("billing", "dep", "x", supports=[dep(roots[1])])
+    world.graph.update("adr", "Preface.\n\n" + ADR)
+    review_all(world)
+    qid = _counters.queue_node_id(world.project_id)
+    world.store.transact(
+        world.project_id,
+        lambda tx: [
+            tx.write("MATCH (k:QueueCause) WHERE k.project_id = $p DELETE k", {"p": world.project_id}),
+            tx.write("MATCH (q:ReviewQueue {id: $id}) SET q.causes_counted = null, q.conflicts = null", {"id": qid}),
+        ],
+    )
+    cause = _causes.document_cause("adr", 2)
+    views = ReviewViews(world.store, project_id=world.project_id, agent_id="r")
+    assert world.traces.review_counts()["conflicts"] == 1
+    assert world.traces.review_root_causes() == [(cause, 5)]
+    assert views.group_sizes([cause]) == {cause: 5}
+    # counted once: kept from now on, and moved by each change
+    kept = world.store.read(
+        world.project_id, "MATCH (q:ReviewQueue {id: $id}) RETURN q.causes_counted AS c, q.conflicts AS n", {"id": qid}
+    )
+    assert kept == [{"c": True, "n": 1}]
+    assert world.traces.reject_decision(str(roots[0].id), reason="no").recorded  # its conflict and its flag go
+    assert world.traces.review_counts()["conflicts"] == 0
+    assert views.group_sizes([cause]) == {cause: 4}
+    assert world.traces.review_root_causes() == [(cause, 4)]
+
+
 def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
     """The kept counters (on both backends) equal a direct count after every
     change to review state."""
@@ -737,9 +771,38 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
             out["queued"] += r["n"] if r["queued"] else 0
         return out
 
+    def direct_causes() -> dict[str, int]:
+        rows = world.store.read(
+            world.project_id,
+            "MATCH (d:Decision) WHERE d.review_open = true AND d.project_id = $p "
+            "RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
+            {"p": world.project_id},
+        )
+        return {r["cause"]: r["n"] for r in rows}
+
+    def direct_conflicts() -> int:
+        return world.store.read(
+            world.project_id,
+            "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p RETURN count(ch) AS n",
+            {"p": world.project_id},
+        )[0]["n"]
+
     def check(step: str) -> None:
         kept = world.traces.review_counts()
         assert {k: kept[k] for k in ("needs_review", "unknown", "queued")} == direct(), step
+        # the conflicts' count and each root cause's group are kept too
+        assert kept["conflicts"] == direct_conflicts(), step
+        causes = direct_causes()
+        assert world.traces.review_root_causes() == sorted(causes.items(), key=lambda kv: (-kv[1], kv[0])), step
+        assert ReviewViews(world.store, project_id=world.project_id, agent_id="r").group_sizes(
+            [*causes, "document:nothing:1"]
+        ) == {**causes, "document:nothing:1": 0}, step
+        nodes = world.store.read(
+            world.project_id,
+            "MATCH (k:QueueCause) WHERE k.project_id = $p RETURN k.cause AS cause, k.n AS n",
+            {"p": world.project_id},
+        )
+        assert {r["cause"]: r["n"] for r in nodes} == causes, step  # none left at nothing
         assert all(type(kept[k]) is int for k in kept), step  # counts, shown as such
         assert world.traces.list_decisions_for_review().count == direct()["needs_review"] + direct()["unknown"], step
         for task in ("pick-db", "billing"):
@@ -764,6 +827,9 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
 
     check("empty")
     roots = [world.record("pick-db", f"k{i}", "Postgres").decision for i in range(3)]
+    # two tasks disagree on k0 and k1: conflicts, gone as the roots are rejected and superseded
+    world.record("billing", "k0", "MySQL")
+    world.record("billing", "k1", "MySQL")
     event = {"kind": "event", "task_name": "pick-db", "seq": 1}
     mids = [world.record("billing", f"m{i}", "x", supports=[dep(r), event]).decision for i, r in enumerate(roots)]
     leaves = [world.record("billing", f"l{i}", "y", supports=[dep(m)]).decision for i, m in enumerate(mids)]
