@@ -361,10 +361,20 @@ class DecisionReads:
                 "WITH ch ORDER BY ch.key LIMIT $n RETURN ch.key AS key",
                 {"p": self.project_id, "n": max_groups + 1, "after": after_key},
             )
+        elif self._few_active(task_name):
+            # the task's active decisions are fewer than the conflicts: each
+            # one's choice, by its id
+            keys = self.store.read(
+                self.project_id,
+                "MATCH (d:Decision {task_id: $tid}) WHERE d.status = 'active' "
+                "WITH d MATCH (ch:Choice {id: d.choice_id}) WHERE ch.conflict = true "
+                "RETURN DISTINCT ch.key AS key ORDER BY key LIMIT $n",
+                {"tid": c.task_id(self.project_id, task_name), "n": max_groups + 1},
+            )
         else:
-            # From the conflicted choices (few, flagged and indexed), each
-            # checked for an active decision of the task by its unique
-            # active key: no scan of the task's decisions, however many.
+            # From the conflicted choices (fewer than the task's active
+            # decisions, flagged and indexed), each checked for an active
+            # decision of the task by its unique active key.
             keys = self.store.read(
                 self.project_id,
                 (
@@ -402,6 +412,14 @@ class DecisionReads:
             for k in shown
         ]
         return ConflictList(groups=groups, truncated=len(keys) > max_groups)
+
+    def _few_active(self, task_name: str) -> bool:
+        """Whether the task has fewer active decisions than the project has
+        choices in conflict (both kept counts): then a task's conflicts are
+        found from its decisions, else from the conflicts. Either way the
+        read is bounded by the smaller, not by the project."""
+        active = _counters.task_state(self.store, self.project_id, c.task_id(self.project_id, task_name))["active"]
+        return active <= _counters.conflict_count(self.store, self.project_id)
 
     def list_revisions(self, decision_id: str) -> list[Revision]:
         """Every revision of the decision's choice in its task, first to

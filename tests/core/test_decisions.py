@@ -353,6 +353,13 @@ def test_conflicts_across_tasks(world: World) -> None:
     assert [g.choice_key for g in world.history.get_task("pick-db").view.conflicts] == ["cache", "db"]
     assert [g.choice_key for g in world.history.get_task("billing").view.conflicts] == ["db"]
     assert [g.choice_key for g in world.traces.list_conflicts(task_name="billing", max_groups=1).groups] == ["db"]
+    # a task with more active decisions than the project has conflicts finds
+    # its conflicts from the conflicts, one with fewer from its decisions:
+    # the same answer either way
+    for k in range(3):
+        world.record("pick-db", f"own-{k}", "mine", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}])
+    assert [g.choice_key for g in world.history.get_task("pick-db").view.conflicts] == ["cache", "db"]
+    assert [g.choice_key for g in world.traces.list_conflicts(task_name="pick-db", max_groups=1).groups] == ["cache"]
     first = world.traces.list_conflicts(max_groups=1)
     assert [g.choice_key for g in first.groups] == ["cache"] and first.truncated
     rest = world.traces.list_conflicts(max_groups=1, after_key="cache")
