@@ -121,6 +121,24 @@ class DecisionReads:
         """Active decisions that need review (or read unknown), oldest flag
         first. Beyond the seed: ``offset`` pages on, ``reason``, ``state`` and
         ``root_cause`` filter."""
+        return self._review_list(
+            task_name, limit=limit, offset=offset, reason=reason, state=state, root_cause=root_cause
+        )
+
+    def _review_list(
+        self,
+        task_name: str | None = None,
+        *,
+        limit: int = REVIEW_MAX,
+        offset: int = 0,
+        reason: ReviewReason | str | None = None,
+        state: ReviewState | str | None = None,
+        root_cause: str | None = None,
+        queue_size: int | None = None,
+    ) -> DecisionReviewList:
+        """``list_decisions_for_review``; ``queue_size``: the kept count of
+        the whole queue when the caller has just read it (a page that shows
+        the counters too), which saves reading it again."""
         task_name = c.optional_text(task_name, "task_name")
         limit = c.clamp(limit, REVIEW_MAX, REVIEW_MAX)
         offset = max(0, c.integer(offset, "offset"))
@@ -147,7 +165,7 @@ class DecisionReads:
         task_only = task_name is not None and len(where) == base + 1
         kept: int | None = None
         if whole_queue:
-            kept = _counters.open_count(self.store, self.project_id)
+            kept = queue_size if queue_size is not None else _counters.open_count(self.store, self.project_id)
         elif task_only:
             kept = _counters.task_state(self.store, self.project_id, params["tid"])["open"]
         elif root_cause and len(where) == base + 1:  # one root cause's group

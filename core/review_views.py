@@ -237,8 +237,15 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         if state not in (None, ReviewState.needs_review.value, ReviewState.unknown.value):
             state = None
         page = max(1, page)
-        result = self.traces.list_decisions_for_review(
-            task, limit=page_size, offset=(page - 1) * page_size, reason=reason, state=state, root_cause=cause
+        counts = self.traces.review_counts()
+        result = self.traces._review_list(
+            task,
+            limit=page_size,
+            offset=(page - 1) * page_size,
+            reason=reason,
+            state=state,
+            root_cause=cause,
+            queue_size=counts["needs_review"] + counts["unknown"],
         )
         causes = self.root_causes(result.decisions)
         groups: list[tuple[str, list[Decision]]] = []
@@ -255,7 +262,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             filters=filters,
             page=page,
             pages=max(1, -(-result.count // page_size)),
-            counts=self.traces.review_counts(),
+            counts=counts,
         )
 
     def root_causes(self, decisions: list[Decision]) -> dict[str, str]:
