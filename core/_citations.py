@@ -201,7 +201,7 @@ def newest(
     if not store.graph_per_project:
         return store.read(
             project_id,
-            "MATCH (d)-[r:CITES_DOC]->() USING INDEX r:CITES_DOC(version_id, pos) "
+            "MATCH (d)-[r:CITES_DOC]->() USING INDEX SEEK r:CITES_DOC(version_id, pos) "
             "WHERE r.version_id = $v AND r.pos <= $top "
             f"WITH d, r ORDER BY r.version_id DESC, r.pos DESC LIMIT $n RETURN r.pos AS pos, {_CITER_FIELDS}",
             {"v": vid, "top": top, "n": n},

@@ -163,12 +163,15 @@ def test_paging_a_version_with_gaps_reads_every_citer_once_in_order(world: World
 
 
 def _forget_the_numbers(store: GraphStore, project_id: str) -> None:
-    """The citations as a store written before the numbers holds them."""
+    """The citations as a store written before the numbers holds them (this
+    project's: Neo4j keeps every project in one graph)."""
     store.transact(
         project_id,
         lambda tx: [
-            tx.write("MATCH ()-[r:CITES_DOC]->() REMOVE r.pos, r.version_id"),
-            tx.write("MATCH (v:DocVersion) REMOVE v.cite_last, v.citers"),
+            tx.write("MATCH (d:Decision {project_id: $p})-[r:CITES_DOC]->() REMOVE r.pos", {"p": project_id}),
+            tx.write("MATCH (d:Decision {project_id: $p})-[r:CITES_DOC]->() REMOVE r.version_id", {"p": project_id}),
+            tx.write("MATCH (v:DocVersion {project_id: $p}) REMOVE v.cite_last", {"p": project_id}),
+            tx.write("MATCH (v:DocVersion {project_id: $p}) REMOVE v.citers", {"p": project_id}),
         ],
     )
 
