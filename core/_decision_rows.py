@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from . import _causes, _counters
+from . import _causes, _citations, _counters
 from . import _common as c
 from ._supports import Resolved
 from .models.decision import Decision, ReviewState, Support
@@ -124,14 +124,10 @@ def write_new_decisions(
     if numbers is None:
         numbers = _counters.take_numbers(tx, project_id, [n["task_id"] for n in nodes])
     tally.created(nodes)
+    citations = _citations.Links(tx, project_id, docs)
     _counters.number_new(tx, nodes, numbers)
     tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
-    if docs:
-        tx.write(
-            "UNWIND $rows AS r MATCH (d:Decision {id: r.d}) MATCH (doc:Document {id: r.doc}) "
-            "CREATE (d)-[:CITES_DOC {seq: r.seq}]->(doc)",
-            {"rows": docs},
-        )
+    citations.write(tx)
     if events:
         tx.write(
             "UNWIND $rows AS r MATCH (d:Decision {id: r.d}) MATCH (e:Event {id: r.e}) CREATE (d)-[:CITES_EVENT]->(e)",

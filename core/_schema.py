@@ -6,7 +6,7 @@ a project first.
 
 from __future__ import annotations
 
-from .stores.base import FullTextIndex, NodeIndex, Schema
+from .stores.base import FullTextIndex, NodeIndex, RelationshipIndex, Schema
 
 #: Request records (seed 000, "Request ids"): one per request id and project.
 REQUEST_SCHEMA = Schema((NodeIndex("Request", ("id",), unique=True),))
@@ -65,6 +65,8 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Activity", ("project_id",)),
     ),
     (FullTextIndex("Decision", ("conclusion", "rationale")),),
+    # a version's citations by their place among its citations (``_citations``)
+    (RelationshipIndex("CITES_DOC", ("version_id", "pos")),),
 )
 
 #: Activity entries whose disk purge is pending (``core._purge``).

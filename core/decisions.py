@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _causes, _counters, _review
+from . import _causes, _citations, _counters, _review
 from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
@@ -401,6 +401,7 @@ class DecisionTraces(DecisionReads):
         queued, tally = self._retire(tx, target, _causes.superseded_cause(target))
         numbers = _counters.take_numbers(tx, self.project_id, [old["task_id"]])
         generation = task_generation(tx, old["task_id"])
+        _citations.prepare(tx, self.project_id, resolved.docs)
         tx.write(
             "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.superseded_at = $at "
             + _review.unset("d", ("active_key", "active_seq", "queued", "queued_at", *_review.LEAVE_QUEUE)),
@@ -542,6 +543,7 @@ class DecisionTraces(DecisionReads):
         this review, the confirmed ones current, the decision clear again."""
         target = old["id"]
         first = old["support_seq"] or 0
+        citations = _citations.Links(tx, self.project_id, [{"d": target, **link} for link in links])  # reads first
         tx.write(
             "MATCH (r:SupportRecord {decision_id: $id}) WHERE r.current = true SET r.current = false, "
             "r.reviewed_by = $by, r.reviewed_at = $at, r.review_explanation = $explanation",
@@ -559,13 +561,9 @@ class DecisionTraces(DecisionReads):
                 ],
             },
         )
+        _citations.unlink(tx, "MATCH (d:Decision {id: $id})-[r:CITES_DOC]->()", {"id": target})
         tx.write("MATCH (d:Decision {id: $id})-[r:CITES_DOC]->() DELETE r", {"id": target})
-        if links:
-            tx.write(
-                "MATCH (d:Decision {id: $id}) UNWIND $docs AS s MATCH (doc:Document {id: s.doc}) "
-                "CREATE (d)-[:CITES_DOC {seq: s.seq}]->(doc)",
-                {"id": target, "docs": links},
-            )
+        citations.write(tx)
         tx.write(
             "MATCH (d:Decision {id: $id}) SET d.supports = $supports, d.support_seq = $n, "
             "d.review_state = 'clear', d.reaffirmed_at = $at, d.reaffirmed_by = $by "

@@ -199,10 +199,12 @@ class Graph:
                 "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
                 {"id": doc_id, "at": at},
             )
+        # no decision cites a new version yet: its citations are numbered
+        # and counted from the start (``_citations``)
         tx.write(
             "CREATE (:DocVersion {id: $vid, project_id: $p, document_id: $id, key: $key, activation_seq: $seq, "
             "content_hash: $hash, text: $text, length: $length, chunk_starts: $starts, created_at: $at, "
-            "author: $author})",
+            "author: $author, cite_last: 0, citers: 0})",
             {
                 "vid": version_id(doc_id, seq),
                 "p": self.project_id,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from . import _causes, _counters, _decision_rows, _review
+from . import _causes, _citations, _counters, _decision_rows, _review
 from . import _common as c
 from ._purge import Purger, event_purge_states
 from ._schema import CORE_SCHEMA, DECISION_SCHEMA
@@ -266,6 +266,7 @@ class HistoryRetention:
         deleted with their support records, or (None) kept and detached."""
         if own is not None:
             tx.write("MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": own})
+            _citations.unlink(tx, "MATCH (d:Decision {task_id: $id})-[r:CITES_DOC]->()", {"id": tid})
             tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
             tally.settle(tx)
         else:

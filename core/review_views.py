@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from . import _citations
 from . import _common as c
 from ._causes import describe_cause
 from ._evidence import chunk_range, decode_evidence_id, version_id
@@ -78,6 +79,7 @@ __all__ = [
     "SupersedeChoices",
     "SupportChoice",
     "SupportView",
+    "VersionCiters",
     "decision_name",
     "describe_cause",
 ]
@@ -178,13 +180,30 @@ class CitingDecision(_View):
     status: str = "active"
 
 
+class VersionCiters(_View):
+    """One version of a document and the decisions that cite it now, newest
+    citation first: ``count`` of them in all (a kept count), of which
+    ``citing`` are shown; ``older``: where the next page of older ones
+    starts (its ``before``), None when none is left."""
+
+    version: DocumentVersion
+    citing: list[CitingDecision]
+    count: int
+    older: int | None = None
+
+
 class DocumentPage(_View):
-    """A document's versions, newest first, each with the decisions that cite it now."""
+    """A document's versions, newest first, each with the decisions that
+    cite it now (the newest few of each; ``paged``: one version's, a page
+    of them, below ``before``)."""
 
     info: DocumentInfo
-    versions: list[tuple[DocumentVersion, list[CitingDecision]]]
-    #: the current text, or None once the document is deleted
+    versions: list[VersionCiters]
+    #: the current text, or None once the document is deleted (and on a
+    #: page of one version's citers)
     text: str | None
+    paged: int | None = None
+    before: int | None = None
 
 
 class RedactionPreview(_View):
@@ -200,6 +219,10 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
     """The read models of one project, read as ``agent_id``."""
 
     CITERS_SHOWN = 200
+    #: the newest citers of each version on a document's page, and a page
+    #: of one version's citers
+    VERSION_CITERS = 20
+    CITERS_PAGE = 100
 
     def __init__(
         self,
@@ -406,24 +429,28 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
 
     # -- documents and events ------------------------------------------------------
 
-    def document_page(self, key: str) -> DocumentPage | None:
-        """None when there is no such document."""
+    def document_page(self, key: str, *, version: int | None = None, before: int | None = None) -> DocumentPage | None:
+        """None when there is no such document (or no such ``version``).
+        Every version with its newest ``VERSION_CITERS`` citers, or with
+        ``version`` that version's alone, ``CITERS_PAGE`` of them placed
+        below ``before`` (the newest when None). The citers come from a
+        narrow range of the citations' index and the counts are kept
+        (``_citations``): the page reads the same however many cite it."""
         info = self.graph.get_document(key) if key else None
         if info is None:
             return None
-        rows = self.store.read(
-            self.project_id,
-            # sorted on the two properties of the order alone: every citer is
-            # read, but only the page's are read whole
-            "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-            f"WITH r.seq AS seq, d.choice_key AS key, d ORDER BY seq DESC, key LIMIT {self.CITERS_SHOWN} "
-            "RETURN seq, d.id AS id, key, d.task_name AS task, d.review_state AS state, "
-            "d.revision AS revision, d.status AS status",
-            {"id": str(info.node_id)},
-        )
-        citing: dict[int, list[CitingDecision]] = {}
-        for r in rows:
-            citing.setdefault(r["seq"], []).append(
+        doc_id = str(info.node_id)
+        shown = self.VERSION_CITERS if version is None else self.CITERS_PAGE
+        sections: list[VersionCiters] = []
+        for v, last, count in _citations.versions(self.store, self.project_id, doc_id):
+            if version is not None and v.activation_seq != version:
+                continue
+            rows = []
+            if count:
+                below = before if version is not None else None
+                vid = version_id(doc_id, v.activation_seq)
+                rows = _citations.newest(self.store, self.project_id, vid, last=last, below=below, n=shown + 1)
+            citing = [
                 CitingDecision(
                     id=r["id"],
                     key=r["key"],
@@ -432,10 +459,16 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
                     revision=r["revision"],
                     status=r["status"],
                 )
-            )
-        versions = self.graph.list_versions(key)
+                for r in rows[:shown]
+            ]
+            older = rows[shown - 1]["pos"] if len(rows) > shown else None
+            sections.append(VersionCiters(version=v, citing=citing, count=count, older=older))
+        if version is not None:
+            if not sections:
+                return None
+            return DocumentPage(info=info, versions=sections, text=None, paged=version, before=before)
         text = self.graph.version_text(key, info.activation_seq) if info.state is SourceState.current else None
-        return DocumentPage(info=info, versions=[(v, citing.get(v.activation_seq, [])) for v in versions], text=text)
+        return DocumentPage(info=info, versions=sections, text=text)
 
     def redaction_preview(self, event_id: Any) -> RedactionPreview | None:
         """The event ``event_id`` names in this project, or None."""

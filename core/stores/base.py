@@ -110,12 +110,32 @@ class FullTextIndex:
 
 
 @dataclass(frozen=True)
+class RelationshipIndex:
+    """A range index on properties of one relationship type: Neo4j reads a
+    composite one in its order; FalkorDB indexes each property (one index
+    per type, which answers a filter on several at once)."""
+
+    rel_type: str
+    properties: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_identifier(self.rel_type)
+        for prop in self.properties:
+            check_identifier(prop)
+
+
+@dataclass(frozen=True)
 class Schema:
     indexes: tuple[NodeIndex, ...] = ()
     fulltext: tuple[FullTextIndex, ...] = ()
+    relationships: tuple[RelationshipIndex, ...] = ()
 
     def __add__(self, other: Schema) -> Schema:
-        return Schema(self.indexes + other.indexes, self.fulltext + other.fulltext)
+        return Schema(
+            self.indexes + other.indexes,
+            self.fulltext + other.fulltext,
+            self.relationships + other.relationships,
+        )
 
 
 @dataclass

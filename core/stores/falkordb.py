@@ -243,6 +243,11 @@ class FalkorDBStore(GraphStore):
                     if (index.label, prop) not in existing:
                         self._exec_schema(graph, f"CREATE INDEX FOR (n:{index.label}) ON (n.{prop})")
                         existing.add((index.label, prop))
+            for rel in schema.relationships:
+                for prop in rel.properties:
+                    if (rel.rel_type, prop) not in existing:
+                        self._exec_schema(graph, f"CREATE INDEX FOR ()-[r:{rel.rel_type}]-() ON (r.{prop})")
+                        existing.add((rel.rel_type, prop))
             for index in schema.fulltext:
                 if (index.label, "__fulltext__") not in existing:
                     props = ", ".join(f"'{p}'" for p in index.properties)

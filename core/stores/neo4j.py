@@ -237,6 +237,10 @@ class Neo4jStore(GraphStore):
                         f"CREATE INDEX {_name('p', index.label, ('project_id',))} IF NOT EXISTS "
                         f"FOR (n:{index.label}) ON (n.project_id)"
                     )
+            for rel in schema.relationships:
+                props = ", ".join(f"r.{p}" for p in rel.properties)
+                name = _name("r", rel.rel_type, rel.properties)
+                statements.append(f"CREATE INDEX {name} IF NOT EXISTS FOR ()-[r:{rel.rel_type}]-() ON ({props})")
             for ft in schema.fulltext:
                 props = ", ".join(f"n.{p}" for p in ft.properties)
                 statements.append(

@@ -1,4 +1,6 @@
-"""A document's versions and the decisions that cite each one."""
+"""A document's versions and the decisions that cite each one (the newest
+few of each; ``version=N``: that version's, a page at a time, older ones
+from ``before=``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .base import _param, _project
+from .base import _int, _param, _project
 
 
 @require_GET
@@ -15,8 +17,17 @@ from .base import _param, _project
 def document(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     key = _param(request.GET, "key")
-    page = p.views.document_page(key)
+    version = _int(request.GET.get("version"), 0, minimum=0) or None
+    before = _int(request.GET.get("before"), 0, minimum=0) or None
+    page = p.views.document_page(key, version=version, before=before)
     if page is None:
         raise Http404("no such document")
-    context = {"info": page.info, "versions": page.versions, "text": page.text}
+    context = {
+        "info": page.info,
+        "versions": page.versions,
+        "text": page.text,
+        "paged": page.paged,
+        "before": page.before,
+        "page_size": p.views.CITERS_PAGE,
+    }
     return render(request, "reviewer/document.html", context)

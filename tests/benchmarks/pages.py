@@ -256,6 +256,8 @@ def page_urls(project: str, *, task: str, events_task: str, after: int, document
         "task view": f"{base}/task/?{urlencode({'name': task})}",
         "event log": f"{base}/events/?{urlencode({'task': events_task, 'after': after})}",
         "document": f"{base}/document/?{urlencode({'key': document})}",
+        # a page of the older version's citers (every decision of the set that cites it), from its middle
+        "document, a version's citers": f"{base}/document/?{urlencode({'key': document, 'version': 1, 'before': 5000})}",
         "activity": f"{base}/activity/",
     }
 

@@ -22,7 +22,7 @@ from core import _common as c
 from core import _counters
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
-from core.knowledge import Graph
+from core.knowledge import Graph, document_node_id
 from core.stores import GraphStore, GraphStoreError, open_store
 
 SECONDS = 20.0
@@ -359,4 +359,23 @@ def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore,
         )[0]
         assert (kept["active"], kept["open"]) == (direct["active"] or 0, direct["open"] or 0), task
         assert kept["seq"] >= (direct["top"] or 0), task
+    # each version of the policy: its kept count of citers is the decisions
+    # citing it, each with one place, none given twice (core._citations)
+    doc = document_node_id(project_id, "policy")
+    edges = store.read(
+        project_id,
+        "MATCH (doc:Document {id: $id})<-[r:CITES_DOC]-(d:Decision) RETURN d.id AS d, r.seq AS seq, r.pos AS pos",
+        {"id": doc},
+    )
+    versions = store.read(
+        project_id,
+        "MATCH (v:DocVersion {document_id: $id}) RETURN v.activation_seq AS seq, v.cite_last AS last, v.citers AS n",
+        {"id": doc},
+    )
+    assert len(versions) > 1 and sum(v["n"] for v in versions) > AGENTS, versions
+    for v in versions:
+        places = [e["pos"] for e in edges if e["seq"] == v["seq"] and e["pos"] is not None]
+        citers = {e["d"] for e in edges if e["seq"] == v["seq"]}
+        assert v["n"] == len(citers) == len(places) == len(set(places)), v
+        assert all(1 <= p <= v["last"] for p in places), v
     assert uuid.UUID(decisions[0])

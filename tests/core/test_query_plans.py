@@ -172,3 +172,32 @@ def test_the_review_pages_reads_use_indexes_and_index_order_on_neo4j(neo4j_store
     assert views.next_after_in_group(str(first[0].id), cause) == str(first[1].id)
     assert [str(i.decision.id) for i in group.items[:20]] == [str(d.id) for d in first]
     assert views.queue_page(page=3).result.decisions == views.traces.list_decisions_for_review(offset=40).decisions
+
+
+def test_the_document_pages_citers_are_a_range_of_the_citations_index_on_neo4j(
+    neo4j_store: GraphStore, project: str
+) -> None:
+    """The document page reads a version's newest citers (and a page of
+    older ones) from the ``(version_id, pos)`` relationship index in its
+    order: no expansion of the document's citations, no sort of them, so
+    the read is the same with 120 citers or 100,000."""
+    from core.review_views import ReviewViews
+
+    recording = Recording(neo4j_store)
+    views = ReviewViews(recording, project_id=project, agent_id="reviewer")  # type: ignore[arg-type]
+    views.VERSION_CITERS, views.CITERS_PAGE = 10, 25
+    for read in (
+        lambda: views.document_page("policy"),
+        lambda: views.document_page("policy", version=1),
+        lambda: views.document_page("policy", version=1, before=60),
+    ):
+        page = read()  # the first read numbers what was never numbered (nothing here)
+        recording.reads.clear()
+        assert read() == page and page is not None
+        counts = {s.version.activation_seq: (s.count, len(s.citing)) for s in page.versions}
+        assert counts[1][0] == 120 and counts[1][1] in (10, 25), counts
+        citers = [(q, p) for q, p in recording.reads if "CITES_DOC" in q]
+        assert len(citers) == 1, recording.reads  # version 2 has none: only version 1 is read
+        ops = plan_of(neo4j_store, *citers[0])
+        assert any(op.startswith("DirectedRelationshipIndexSeek") and "version_id, pos" in op for op in ops), ops
+        assert not [op for op in ops if op.split()[0] in (*SCANS, "Sort", "Top", "PartialSort", "Expand(All)")], ops

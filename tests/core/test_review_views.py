@@ -143,9 +143,10 @@ def test_the_document_page_lists_who_cites_each_version(world: World) -> None:
     assert views(world).document_page("nope") is None and views(world).document_page("") is None
     world.graph.update("adr", "Preface.\n\n" + ADR)
     page = views(world).document_page("adr")
-    assert [v.activation_seq for v, _ in page.versions] == [2, 1]
-    assert [[c.id for c in citing] for _, citing in page.versions] == [[], [str(d.id)]]
-    assert page.versions[1][1][0].state == ReviewState.needs_review.value
+    assert [s.version.activation_seq for s in page.versions] == [2, 1]
+    assert [[c.id for c in s.citing] for s in page.versions] == [[], [str(d.id)]]
+    assert [(s.count, s.older) for s in page.versions] == [(0, None), (1, None)]
+    assert page.versions[1].citing[0].state == ReviewState.needs_review.value
     assert page.text == "Preface.\n\n" + ADR
     world.graph.delete("adr")
     assert views(world).document_page("adr").text is None

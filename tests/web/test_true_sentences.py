@@ -203,3 +203,45 @@ def test_plurals(story: Story, as_: Any) -> None:
     body = response.content.decode()
     assert "1 decision removed" in body, body[body.find("messages") :][:400]
     assert "decision(s)" not in body
+
+
+def test_the_document_page_says_how_many_cite_each_version_and_pages_through_them(
+    story: Story, as_: Any, monkeypatch: Any
+) -> None:
+    from core.review_views import ReviewViews
+
+    monkeypatch.setattr(ReviewViews, "VERSION_CITERS", 2)
+    monkeypatch.setattr(ReviewViews, "CITERS_PAGE", 2)
+    traces, _, graph = services(story)
+    keys = ["first", "second", "<script>alert('k')</script>"]
+    for key in keys:
+        s, f = cite(graph, "oncall", "within a day")
+        assert traces.record_decision(
+            "on-call", choice_key=key, conclusion="A day", rationale="r", supports=s, fetched=f
+        )
+    client = as_("viewer")
+    page = f"/p/{story.project}/document/?key=oncall"
+    body = client.get(page).content.decode()
+    assert "<script>alert" not in body and "&lt;script&gt;alert(&#x27;k&#x27;)&lt;/script&gt;" in body
+    v2 = section(body, "Version 2", "Version 1")
+    assert re.sub(r"\s+", " ", v2).count("3 decisions cite this version now: the newest 2 shown.") == 1
+    assert re.findall(r"<bdi>([^<]*)</bdi></a>", v2)[:2] == [
+        "&lt;script&gt;alert(&#x27;k&#x27;)&lt;/script&gt;",
+        "second",
+    ]
+    link = re.search(r'<a href="([^"]+)">All 3, 2 a page</a>', v2)
+    assert link and link.group(1) == f"{page}&amp;version=2"
+    v1 = section(body, "Version 1", "Current text")
+    assert "1 decision cites this version now." in v1 and "All " not in v1 and "pager" in v1
+    # the version's own pages, newest first, then the older ones
+    first = client.get(f"{page}&version=2").content.decode()
+    assert "Version 1" not in first and "Current text" not in first
+    assert "3 decisions cite this version now, newest first: 2 shown." in re.sub(r"\s+", " ", first)
+    older = re.search(r'<a rel="next" href="([^"]+)">Older 2 →</a>', first)
+    assert older and "Newest" not in first
+    rest = client.get(older.group(1).replace("&amp;", "&")).content.decode()
+    assert re.findall(r"<bdi>([^<]*)</bdi></a>", rest)[:1] == ["first"] and "second" not in rest
+    assert "older ones, 1 shown." in re.sub(r"\s+", " ", rest) and "Older 2" not in rest
+    assert re.search(r'<a href="[^"]+version=2">Newest</a>', rest)
+    assert client.get(f"{page}&version=9").status_code == 404
+    assert client.get(f"{page}&version=x&before=y").status_code == 200  # read as no version
