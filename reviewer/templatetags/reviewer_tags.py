@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django import template
+from django.conf import settings
 from django.template import defaultfilters
 from django.template.defaultfilters import stringfilter
 from django.urls import get_script_prefix, get_urlconf, reverse
@@ -137,7 +138,7 @@ def page_url(name: str, *args: str) -> str:
     in force), not on every page view, where ten reverses cost a
     twentieth of a page's rendering. The arguments must be hashable
     (project ids, fixed words)."""
-    key = (name, args, get_script_prefix(), get_urlconf())
+    key = (name, args, get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
     found = _PAGE_URLS.get(key)
     if found is None:
         if len(_PAGE_URLS) >= 4096:  # many projects: start again rather than grow

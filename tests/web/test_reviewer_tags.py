@@ -11,9 +11,10 @@ import unicodedata
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
 from django.template import Context, Template
-from django.test import RequestFactory
-from django.urls import clear_script_prefix, set_script_prefix
+from django.test import RequestFactory, override_settings
+from django.urls import NoReverseMatch, clear_script_prefix, set_script_prefix
 from django.utils import timezone as django_timezone
 from django.utils.safestring import mark_safe
 
@@ -102,6 +103,14 @@ def test_page_url_is_url_for_any_project_and_script_prefix() -> None:
             assert _both("{% page_url 'home' %}{% page_url 'logout' %}", "{% url 'home' %}{% url 'logout' %}", {})
     finally:
         clear_script_prefix()
+
+
+def test_page_url_follows_a_changed_url_conf() -> None:
+    page = "{% load reviewer_tags %}{% page_url 'home' %}"
+    assert Template(page).render(Context({})) == "/"
+    with override_settings(ROOT_URLCONF="reviewer.api.urls"), pytest.raises(NoReverseMatch):
+        Template(page).render(Context({}))  # as {% url 'home' %} would: that URL conf has no home page
+    assert Template(page).render(Context({})) == "/"
 
 
 def test_card_links_carry_the_pages_csrf_token_and_path() -> None:
