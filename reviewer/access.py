@@ -100,15 +100,16 @@ def projects_for(user: User, store: GraphStore) -> list[str]:
 
 def require_project(user: User, project_id: str) -> GraphStore | None:
     """404 for a project the person may not open (as if it did not exist).
-    The store, when this check pinged it (staff: the project must exist),
-    so the page need not ping it again."""
+    The store, when this check asked it (staff: the project must exist),
+    so the page need not ping it."""
     if not project_id or len(project_id) > 200 or "\x00" in project_id:
         raise Http404("no such project")
     if is_staff(user):
-        from .store import check_store
+        from .store import ask_store
 
-        store = check_store()
-        if not store.has_project(project_id):
+        # the question is the store's check too: no ping before it
+        store, exists = ask_store(lambda store: store.has_project(project_id))
+        if not exists:
             raise Http404("no such project")
         return store
     if role_of(user, project_id) is None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 
 from core.retention import purge_disk_soon
 from core.stores import GraphStore, GraphStoreError, open_store
+
+T = TypeVar("T")
 
 _lock = threading.Lock()
 _store: GraphStore | None = None
@@ -35,16 +39,21 @@ def get_store() -> GraphStore:
 
 def check_store() -> GraphStore:
     """Ping the store, reopening it once if the old connection is dead."""
-    global _store
+    return ask_store(lambda store: store.ping())[0]
+
+
+def ask_store(question: Callable[[GraphStore], T]) -> tuple[GraphStore, T]:
+    """The store and its answer to ``question``, asked as ``check_store``
+    pings: if the old connection is dead, the store is reopened and asked
+    once more. A page whose first read is such a question (a staff
+    member's page asks whether its project exists) needs no ping before it."""
     store = get_store()
     try:
-        store.ping()
-        return store
+        return store, question(store)
     except GraphStoreError:
         reset_store()
         store = get_store()
-        store.ping()
-        return store
+        return store, question(store)
 
 
 def reset_store() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from html import escape as _escape
 
 from django.contrib.messages.storage.base import Message
 from django.utils.html import conditional_escape, escape
@@ -24,26 +25,43 @@ from django.utils.safestring import SafeData, SafeString, mark_safe
 _KEPT = {"\t", "\n", "\r"}
 
 
-def _hidden_chars() -> str:
-    found = []
-    for cp in range(sys.maxunicode + 1):
-        ch = chr(cp)
-        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") and ch not in _KEPT:
-            found.append(re.escape(ch))
-    return "".join(found)
+def _hidden_class(codepoints: list[int]) -> str:
+    """A character class of ``codepoints``, as ranges: a class of single
+    characters that reaches past U+FFFF is matched by trying each in turn,
+    five times slower on every character of the text than the ranges."""
+    ranges: list[list[int]] = []
+    for cp in codepoints:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    parts = (re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in ranges)
+    return f"[{''.join(parts)}]"
 
+
+_HIDDEN_CODEPOINTS = [
+    cp
+    for cp in range(sys.maxunicode + 1)
+    if unicodedata.category(chr(cp)) in ("Cc", "Cf", "Zl", "Zp") and chr(cp) not in _KEPT
+]
 
 #: every character that is shown as a marker
-HIDDEN = re.compile(f"[{_hidden_chars()}]")
+HIDDEN = re.compile(_hidden_class(_HIDDEN_CODEPOINTS))
+#: those of them in ASCII (control characters), all that ASCII text can hold
+_HIDDEN_ASCII = re.compile(_hidden_class([cp for cp in _HIDDEN_CODEPOINTS if cp < 128]))
 
 
 def marker(ch: str) -> str:
     return f"⟨U+{ord(ch):04X}⟩"
 
 
+def _marker_of(found: re.Match[str]) -> str:
+    return marker(found.group(0))
+
+
 def visible(text: str) -> str:
     """``text`` with every hidden character as its marker (plain text)."""
-    return HIDDEN.sub(lambda m: marker(m.group(0)), text)
+    return (_HIDDEN_ASCII if text.isascii() else HIDDEN).sub(_marker_of, text)
 
 
 def agent_html(value: object) -> object:
@@ -54,14 +72,14 @@ def agent_html(value: object) -> object:
     if isinstance(value, SafeData):
         html = str(value)
     elif isinstance(value, str):
-        html = escape(value)
+        html = SafeString(_escape(value))  # django.utils.html.escape, without its check for lazy text
     elif isinstance(value, Message):  # the text of a message (they often quote agent text)
         html = escape(str(value))
     else:
         return value
     if not html:
         return html
-    return mark_safe(f"<bdi>{visible(html)}</bdi>")
+    return SafeString(f"<bdi>{visible(html)}</bdi>")
 
 
 def visible_text(value: object) -> object:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django import template
-from django.urls import reverse
+from django.conf import settings
+from django.template import defaultfilters
+from django.template.defaultfilters import stringfilter
+from django.urls import get_script_prefix, get_urlconf, reverse
+from django.utils.text import add_truncation_text, calculate_truncate_chars_length
 
 from reviewer import presenters, visible
 from reviewer.presenters import REASON_LABELS, describe_cause
@@ -74,6 +79,74 @@ def enum(value: object) -> str:
     return str(getattr(value, "value", value) or "").replace("_", " ")
 
 
+@register.filter(is_safe=True)
+@stringfilter
+def clip(value: str, length: Any) -> str:
+    """``value|truncatechars:length``, character for character, without
+    Django's ``Truncator`` (a lazy object, a normalisation and a loop over
+    each character) for ASCII text, where neither changes anything: kept
+    whole when short enough, else cut before Django's own truncation text.
+    Other text goes to ``truncatechars`` itself."""
+    try:
+        length = int(length)
+    except ValueError:
+        return value
+    if not value.isascii():
+        return defaultfilters.truncatechars(value, length)
+    if length <= 0:
+        return ""
+    if len(value) <= length:
+        return value
+    return add_truncation_text(value[: calculate_truncate_chars_length(length, None)])
+
+
+#: ``{{ value|stamp }}`` and ``{{ value|stamp:"minutes" }}`` stand for these ``date`` formats
+_STAMPS = {"seconds": "Y-m-d H:i:s", "minutes": "Y-m-d H:i"}
+
+
+@register.filter(expects_localtime=True, is_safe=False)
+def stamp(value: object, precision: str = "seconds") -> str:
+    """``value|date:"Y-m-d H:i:s"`` (``"minutes"``: ``"Y-m-d H:i"``), the
+    pages' way of showing a time, written out for a datetime instead of
+    through Django's ``DateFormat`` (a tenth of the event log's rendering).
+    The time zone is the template's, as for ``date``; anything but a
+    datetime goes to ``date`` itself."""
+    if not isinstance(value, datetime) or precision not in _STAMPS:
+        return defaultfilters.date(value, _STAMPS.get(precision, precision))
+    text = f"{value.year:04d}-{value.month:02d}-{value.day:02d} {value.hour:02d}:{value.minute:02d}"
+    return text + f":{value.second:02d}" if precision == "seconds" else text
+
+
+@register.filter
+def iso(value: object) -> object:
+    """``value.isoformat``, as ``{{ value.isoformat }}`` gives it (the
+    stored time, not the template's zone), without the template's method
+    call checks; "" for what has no ``isoformat`` (None), as there."""
+    method = getattr(value, "isoformat", None)
+    return method() if callable(method) else ""
+
+
+#: links every page carries, by (URL name, arguments, script prefix, URL conf)
+_PAGE_URLS: dict[tuple[Any, ...], str] = {}
+
+
+@register.simple_tag
+def page_url(name: str, *args: str) -> str:
+    """``{% url name args %}`` for the links every page carries (the
+    project's menu, the counters, a page's fixed links): each reversed
+    once per process for its project (and the script prefix and URL conf
+    in force), not on every page view, where ten reverses cost a
+    twentieth of a page's rendering. The arguments must be hashable
+    (project ids, fixed words)."""
+    key = (name, args, get_script_prefix(), get_urlconf() or settings.ROOT_URLCONF)
+    found = _PAGE_URLS.get(key)
+    if found is None:
+        if len(_PAGE_URLS) >= 4096:  # many projects: start again rather than grow
+            _PAGE_URLS.clear()
+        found = _PAGE_URLS[key] = reverse(name, args=args)
+    return found
+
+
 @register.simple_tag
 def request_id() -> str:
     """A fresh request id for one form: each card's actions act once, and
@@ -85,6 +158,33 @@ def request_id() -> str:
 def lookup(mapping: object, key: object) -> object:
     """``mapping[str(key)]``, or None: a read model's entry for an id."""
     return mapping.get(str(key)) if isinstance(mapping, dict) else None
+
+
+class _Fields:
+    """One read model as a loop's row: its fields by name, as a dictionary's.
+    Django's template engine asks each value's type for ``__getitem__``
+    before it reads an attribute; on a pydantic model that question goes
+    through pydantic's metaclass and two raised exceptions, some 3 µs for
+    each of a row's lookups (thousands on the event log and the conflicts)."""
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: object) -> None:
+        self._model = model
+
+    def __getitem__(self, name: str) -> object:
+        return getattr(self._model, name)
+
+    def __getattr__(self, name: str) -> object:  # card_links and others read the fields as attributes
+        return getattr(self._model, name)
+
+
+@register.filter
+def fields(models: Any) -> list[_Fields]:
+    """``{% for e in page.events|fields %}``: each model of the loop read by
+    the template as before (a field the model lacks fails as before), but
+    without pydantic's metaclass on every lookup."""
+    return [_Fields(m) for m in models or ()]
 
 
 #: stands for a decision's id while a card's links are reversed once per page
@@ -113,14 +213,29 @@ def _card_shapes(project: str, flow: bool) -> tuple[str, dict[str, tuple[str, st
 def card_links(context: template.Context, d: object) -> dict[str, str]:
     """A queue card's id as text and its links (the decision page, its
     reaffirm and reject actions, its task's page): the URL shapes are
-    reversed once per request, not for each of the page's cards."""
+    reversed once per request, not for each of the page's cards. With them
+    what every card's forms carry, the same on each card: the CSRF token
+    and the page's own path (``next``), read once per request too (through
+    ``{{ csrf_token }}`` each was a lazy object's round of proxies per form)."""
     project, flow = context.get("project"), bool(context.get("flow"))
     task, shapes = _per_request(context, ("card", project, flow), lambda: _card_shapes(project, flow))
     did = str(getattr(d, "id", ""))
     links = {key: head + did + tail for key, (head, tail) in shapes.items()}
     links["id"] = did
     links["task"] = task
+    links.update(_per_request(context, "forms", lambda: _form_fields(context)))
     return links
+
+
+def _form_fields(context: template.Context) -> dict[str, str]:
+    """The CSRF token and the page's path as ``{{ csrf_token }}`` and
+    ``{{ request.get_full_path }}`` render them ("" where the context has none)."""
+    token = context.get("csrf_token")
+    request = getattr(context, "request", None)
+    return {
+        "csrf_token": "" if token is None else str(token),
+        "next": request.get_full_path() if request is not None else "",
+    }
 
 
 #: a decision id as Django's ``uuid`` path converter matches it

@@ -395,6 +395,9 @@ def test_database_url_picks_the_auth_database(tmp_path: Path) -> None:
     assert pg["CONN_MAX_AGE"] == 60 and pg["CONN_HEALTH_CHECKS"] is True
     default = databases()
     assert default["ENGINE"] == "django.db.backends.sqlite3" and default["NAME"] == str(tmp_path / "auth.sqlite3")
+    # the SQLite file is kept open by each worker thread too (not opened again for each page's session)
+    assert default["CONN_MAX_AGE"] == 60 and default["CONN_HEALTH_CHECKS"] is True
+    assert databases(REVIEWER_DB_CONN_MAX_AGE="0")["CONN_MAX_AGE"] == 0
     bad = subprocess.run(
         [sys.executable, "-c", f"import django; django.setup(); {script}"],
         cwd=ROOT,

@@ -7,8 +7,11 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
+from django.urls import reverse
 
-from reviewer.store import reset_store
+from reviewer.store import get_store, reset_store
+
+from .conftest import Story
 
 
 @pytest.fixture(autouse=True)
@@ -102,6 +105,19 @@ def test_the_dashboard_recovers_when_the_store_returns(client: Client, member: U
     with override_settings(REVIEWER_STORE_URL="falkordb://127.0.0.1:1"):
         assert client.get("/").status_code == 503
     assert client.get("/").status_code == 200  # no restart needed
+
+
+def test_a_staff_members_page_reopens_a_store_that_stopped_answering(client: Client, staff: User, story: Story) -> None:
+    """A staff member's page asks the store whether its project exists
+    instead of pinging it first: that question reopens a dead handle as
+    the ping did, and the page is answered, not a 503."""
+    client.force_login(staff)
+    overview = reverse("overview", kwargs={"project": story.project})
+    assert client.get(overview).status_code == 200
+    get_store().close()  # the process's handle stops answering (the embedded server stops with it)
+    response = client.get(overview)
+    assert response.status_code == 200, response.status_code
+    assert client.get(reverse("overview", kwargs={"project": "no-such-project"})).status_code == 404
 
 
 def test_responses_carry_a_content_security_policy(client: Client) -> None:
