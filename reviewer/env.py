@@ -22,17 +22,22 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be 1 or 0 (true/false), not {raw!r}")
 
 
-def env_positive_int(name: str, default: int) -> int:
+def env_int(name: str, default: int, *, minimum: int = 1) -> int:
+    """A whole number of at least ``minimum`` (``default`` when unset)."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
         value = int(raw)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise ImproperlyConfigured(f"{name} must be a whole number of at least 1, not {raw!r}")
+        value = minimum - 1
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be a whole number of at least {minimum}, not {raw!r}")
     return value
+
+
+def env_positive_int(name: str, default: int) -> int:
+    return env_int(name, default, minimum=1)
 
 
 def env_list(name: str, default: str) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from reviewer.env import env_bool, env_list, env_positive_int
+from reviewer.env import env_bool, env_int, env_list, env_positive_int
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -110,7 +110,7 @@ if DATABASE_URL:
     try:
         _database = dj_database_url.parse(
             DATABASE_URL,
-            conn_max_age=int(os.environ.get("REVIEWER_DB_CONN_MAX_AGE", "60")),
+            conn_max_age=env_int("REVIEWER_DB_CONN_MAX_AGE", 60, minimum=0),
             conn_health_checks=True,
         )
     except ValueError as exc:  # an unknown scheme, a bad port
@@ -124,7 +124,7 @@ else:
             "OPTIONS": {"timeout": 20},
             # kept open by each worker thread, as DATABASE_URL's is: opening SQLite (and
             # Django's functions on it) for every page's session read cost ~0.5 ms of CPU
-            "CONN_MAX_AGE": int(os.environ.get("REVIEWER_DB_CONN_MAX_AGE", "60")),
+            "CONN_MAX_AGE": env_int("REVIEWER_DB_CONN_MAX_AGE", 60, minimum=0),
             "CONN_HEALTH_CHECKS": True,
         }
     }
@@ -199,7 +199,7 @@ if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31536000, minimum=0)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", True)
     if env_bool("DJANGO_BEHIND_PROXY", False):
@@ -207,8 +207,8 @@ if not DEBUG:
 
 # The agents' JSON API (reviewer/api): requests per token per minute, and the
 # largest request body in bytes (Django's own cap, DATA_UPLOAD_MAX_MEMORY_SIZE, stays above it).
-REVIEWER_API_RATE = int(os.environ.get("REVIEWER_API_RATE", "12000"))
-REVIEWER_API_MAX_BODY = int(os.environ.get("REVIEWER_API_MAX_BODY", str(2 * 1024 * 1024)))
+REVIEWER_API_RATE = env_positive_int("REVIEWER_API_RATE", 12000)
+REVIEWER_API_MAX_BODY = env_positive_int("REVIEWER_API_MAX_BODY", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(REVIEWER_API_MAX_BODY + 1024, 2621440)
 
 

@@ -298,3 +298,26 @@ def test_a_right_to_left_override_cannot_reorder_the_queue(story: Story, as_: An
     assert "<title>rlo⟨U+202E⟩-key" in page
     css = (Path(__file__).resolve().parents[2] / "static/css/reviewer.css").read_text()
     assert "unicode-bidi: isolate" in css
+
+
+def test_numbers_from_the_environment_are_read_strictly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A setting that must be a whole number is refused with its name and
+    what was given (never a traceback from ``int``); zero only where it
+    means something (an auth database connection per request)."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from reviewer.env import env_int, env_positive_int
+
+    monkeypatch.setenv("REVIEWER_DB_CONN_MAX_AGE", "0")
+    assert env_int("REVIEWER_DB_CONN_MAX_AGE", 60, minimum=0) == 0
+    monkeypatch.delenv("REVIEWER_DB_CONN_MAX_AGE")
+    assert env_int("REVIEWER_DB_CONN_MAX_AGE", 60, minimum=0) == 60
+    for bad in ("-1", "sixty", "1.5"):
+        monkeypatch.setenv("REVIEWER_DB_CONN_MAX_AGE", bad)
+        with pytest.raises(
+            ImproperlyConfigured, match=f"REVIEWER_DB_CONN_MAX_AGE must be a whole number of at least 0, not '{bad}'"
+        ):
+            env_int("REVIEWER_DB_CONN_MAX_AGE", 60, minimum=0)
+    monkeypatch.setenv("REVIEWER_API_RATE", "0")
+    with pytest.raises(ImproperlyConfigured, match="REVIEWER_API_RATE must be a whole number of at least 1"):
+        env_positive_int("REVIEWER_API_RATE", 12000)
