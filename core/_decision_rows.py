@@ -126,7 +126,11 @@ def write_new_decisions(
     tally.created(nodes)
     citations = _citations.Links(tx, project_id, docs)
     _counters.number_new(tx, nodes, numbers)
-    tx.write("UNWIND $rows AS r CREATE (d:Decision) SET d = r", {"rows": nodes})
+    # a null property is no property: not sent (fewer keys to pack and read)
+    tx.write(
+        "UNWIND $rows AS r CREATE (d:Decision) SET d = r",
+        {"rows": [{k: v for k, v in n.items() if v is not None} for n in nodes]},
+    )
     citations.write(tx)
     if events:
         tx.write(
