@@ -23,6 +23,7 @@ import argparse
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
@@ -45,19 +46,20 @@ def load(traces: DecisionTraces, items: list[dict], progress: str) -> list:
     return made
 
 
-def big_project(store: GraphStore, decisions: int) -> tuple[list[tuple[str, str, str]], str]:
-    project = "bench-" + uuid.uuid4().hex[:8]
+def benchmark_items(store: GraphStore, project: str, decisions: int) -> list[dict[str, Any]]:
+    """The benchmark set's tasks, their first events and the policy document,
+    written; and ``decisions`` items for ``load_decisions`` (one in ten cites
+    the document, the rest their task's first event; half the choices in
+    conflict across tasks)."""
     history = ConversationHistory(store, project_id=project, agent_id="bench")
     graph = Graph(store, project_id=project, agent_id="bench")
-    traces = DecisionTraces(store, project_id=project, agent_id="bench")
     for t in range(TASKS):
         history.create_task(f"task-{t}", goal=f"Service review {t}")
         history.record_event(f"task-{t}", kind="note", payload="context")
     graph.add("policy", POLICY)
     cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
-    keys = max(1, decisions // TASKS)
     items = []
-    for k in range(keys):
+    for k in range(max(1, decisions // TASKS)):
         for t in range(TASKS):
             n = k * TASKS + t
             support = cite if n % 10 == 0 else {"kind": "event", "task_name": f"task-{t}", "seq": 1}
@@ -70,6 +72,15 @@ def big_project(store: GraphStore, decisions: int) -> tuple[list[tuple[str, str,
                     "supports": [support],
                 }
             )
+    return items
+
+
+def big_project(store: GraphStore, decisions: int) -> tuple[list[tuple[str, str, str]], str]:
+    project = "bench-" + uuid.uuid4().hex[:8]
+    traces = DecisionTraces(store, project_id=project, agent_id="bench")
+    graph = Graph(store, project_id=project, agent_id="bench")
+    items = benchmark_items(store, project, decisions)
+    keys = max(1, decisions // TASKS)
     made = load(traces, items, "decisions")
     rows: list[tuple[str, str, str]] = []
     floor = percentiles(timed(lambda: store.read(project, "RETURN 1 AS one"), 1000))[0]

@@ -20,10 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from core.decisions import DecisionTraces
-from core.history import ConversationHistory
-from core.knowledge import Graph
 from tests.benchmarks import _cpu_ms, each_store, server_pid
-from tests.benchmarks.decisions import BATCH, POLICY, TASKS
+from tests.benchmarks.decisions import BATCH, benchmark_items
 
 #: statement (whitespace folded) -> [calls, server ms, each call's ms]
 STATS: dict[str, list[Any]] = {}
@@ -83,31 +81,6 @@ def _plan(op: dict[str, Any], depth: int = 0) -> list[str]:
     for child in op.get("children", []):
         out += _plan(child, depth + 1)
     return out
-
-
-def benchmark_items(store: Any, project: str, decisions: int) -> list[dict[str, Any]]:
-    history = ConversationHistory(store, project_id=project, agent_id="bench")
-    graph = Graph(store, project_id=project, agent_id="bench")
-    for t in range(TASKS):
-        history.create_task(f"task-{t}", goal=f"Service review {t}")
-        history.record_event(f"task-{t}", kind="note", payload="context")
-    graph.add("policy", POLICY)
-    cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
-    items = []
-    for k in range(max(1, decisions // TASKS)):
-        for t in range(TASKS):
-            n = k * TASKS + t
-            support = cite if n % 10 == 0 else {"kind": "event", "task_name": f"task-{t}", "seq": 1}
-            items.append(
-                {
-                    "task_name": f"task-{t}",
-                    "choice_key": f"choice-{k:05d}",
-                    "conclusion": f"option {t % 2}" if k % 2 else "option same",
-                    "rationale": f"benchmark decision {n} about choice {k}",
-                    "supports": [support],
-                }
-            )
-    return items
 
 
 def main() -> None:
