@@ -17,7 +17,12 @@ TITLES = {
 
 
 def each_store(
-    backends: str, *, prefix: str = "reviewer-bench-", keep: str | None = None, neo4j_pagecache: str = "256m"
+    backends: str,
+    *,
+    prefix: str = "reviewer-bench-",
+    keep: str | None = None,
+    neo4j_pagecache: str = "256m",
+    neo4j_heap: str = "1g",
 ) -> Iterator[tuple[str, Any, str]]:
     """Each backend named in ``backends`` ("falkordb,neo4j") in turn, as
     (title, open store, its url): a fresh embedded FalkorDB directory, or the
@@ -43,7 +48,9 @@ def each_store(
             home = os.path.abspath(os.path.join(keep, "neo4j")) if keep else tempfile.mkdtemp(prefix=prefix)
             os.makedirs(home, exist_ok=True)
             try:
-                with running(data_dir=os.path.join(home, "server"), pagecache=neo4j_pagecache) as server:
+                with running(
+                    data_dir=os.path.join(home, "server"), pagecache=neo4j_pagecache, heap=neo4j_heap
+                ) as server:
                     url = f"{server.url}?keys={os.path.join(home, 'events.keys')}"
                     with open_store(url) as store:
                         _SERVER_PIDS[id(store)] = server.proc.pid

@@ -457,6 +457,7 @@ def main() -> None:
     parser.add_argument("--keep", default="", help="seed into kept stores in DIR once; later runs only measure")
     parser.add_argument("--seed-only", action="store_true", help="seed (with --keep) and stop")
     parser.add_argument("--neo4j-pagecache", default="256m", help="the Neo4j test server's page cache")
+    parser.add_argument("--neo4j-heap", default="1g", help="the Neo4j test server's JVM heap")
     args = parser.parse_args()
     args.events = args.events or 10 * args.decisions
     if args.keep:
@@ -466,7 +467,9 @@ def main() -> None:
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
     call_command("migrate", interactive=False, verbosity=0)
-    for title, store, url in each_store(args.backends, keep=args.keep or None, neo4j_pagecache=args.neo4j_pagecache):
+    for title, store, url in each_store(
+        args.backends, keep=args.keep or None, neo4j_pagecache=args.neo4j_pagecache, neo4j_heap=args.neo4j_heap
+    ):
         run(title, store, url, args)
 
 
