@@ -11,12 +11,14 @@ redaction would blank. Everything here only reads.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from . import _citations
 from . import _common as c
 from ._causes import describe_cause
-from ._evidence import chunk_range, decode_evidence_id, version_id
+from ._evidence import chunk_range, decode_evidence_id, encode_span, version_id
 from ._queue_flow import (  # noqa: F401  (GroupItem, GroupReview, QueueProgress: re-exported)
     GroupItem,
     GroupReview,
@@ -301,14 +303,25 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
 
     # -- a decision --------------------------------------------------------------
 
+    @contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Inside, each document's state and each version's text are read
+        once: for a page built from several read models over the same
+        supports (the decision page's review and its supersede choices)."""
+        if isinstance(self.graph, _Memo):
+            yield
+            return
+        real, self.graph = self.graph, _Memo(self.graph)  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            self.graph = real
+
     def decision_review(self, decision: Decision) -> DecisionReview:
         # the supports' views, the supersede choices and the actions each
         # read the documents cited: once each here
-        real, self.graph = self.graph, _Memo(self.graph)  # type: ignore[assignment]
-        try:
+        with self.remembering():
             return self._decision_review(decision)
-        finally:
-            self.graph = real
 
     def _decision_review(self, decision: Decision) -> DecisionReview:
         d = decision
@@ -398,7 +411,9 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
                     at = find_nearest(current, passage, start) if passage else None
                     if at is None:
                         continue
-                    evidence = self.graph.span_evidence_id(s.document_key, at, at + len(passage))
+                    # the version whose text was searched (reading the document again would cost
+                    # a round trip, and could name a newer version than the one searched)
+                    evidence = encode_span(info.node_id, info.activation_seq, at, at + len(passage))
                 choices.append(SupportChoice(token=evidence, support=s, passage=passage))
             elif isinstance(s, EventSupport):
                 choices.append(SupportChoice(token=f"event {s.task_name} {s.seq}", support=s))

@@ -42,9 +42,10 @@ def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
 
 
 def _decision_context(request: HttpRequest, p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
-    review = p.views.decision_review(d)
     reviewer = access.can(request.user, access.REVIEWER, p.id)
-    choices = p.views.supersede_choices(d) if reviewer and review.actions.supersede else None
+    with p.views.remembering():  # the review and the supersede choices read the same documents
+        review = p.views.decision_review(d)
+        choices = p.views.supersede_choices(d) if reviewer and review.actions.supersede else None
     supersede_form = forms.get("supersede") or (_supersede_form(d, choices) if choices else None)
     return {
         "d": d,

@@ -3,7 +3,7 @@ requested repeatedly, its time split into store round trips, pydantic model
 building, template rendering and the rest, then a cProfile of the same page.
 
     .venv/bin/python -m tests.benchmarks.profile_pages [--backends falkordb,neo4j] [--decisions 100000]
-        [--page queue --page document ...] [--requests 40] [--top 15] [--data DIR]
+        [--page queue --page document ...] [--requests 40] [--top 15] [--data DIR | --keep DIR]
 
 Each request's wall time is split by what was running, innermost first (a
 store read made while a template renders counts as a round trip, not as
@@ -30,7 +30,8 @@ The cProfile pass then lists the functions with the most time of their own.
 With ``--data DIR`` the embedded FalkorDB lives in ``DIR`` and the data set
 is kept: a second run with the same ``--data`` and ``--decisions`` profiles
 at once instead of loading the set again (Neo4j's test server is always
-fresh).
+fresh). With ``--keep DIR`` it profiles the stores that
+``tests.benchmarks.pages --keep DIR`` seeded, on both backends.
 """
 
 from __future__ import annotations
@@ -360,22 +361,38 @@ def table(title: str, rows: list[dict[str, Any]]) -> str:
 def run(
     title: str, store: GraphStore, decisions: int, data: Path | None, only: list[str], requests: int, top: int
 ) -> None:
+    project = kept_project(store, data, decisions)
+    spot = {"project": project, "task": "task-0", "events_task": "task-1", "after": 300, "document": "policy"}
+    report(f"{title}, {decisions:,} decisions", store, spot, only, requests, top)
+    if data is None:
+        store.drop_project(project)
+
+
+def run_kept(title: str, store: GraphStore, spot: dict[str, Any], only: list[str], requests: int, top: int) -> None:
+    """Profile the pages of a store kept by ``tests.benchmarks.pages``
+    (its ``bench.json`` names the project and the pages' task and document)."""
+    report(f"{title}, {spot['decisions']:,} decisions", store, spot, only, requests, top)
+
+
+def report(title: str, store: GraphStore, spot: dict[str, Any], only: list[str], requests: int, top: int) -> None:
     reviewer_store._store = store
     client = Client()
     client.force_login(User.objects.create_user(f"profile-{uuid.uuid4().hex[:6]}", is_staff=True))
-    project = kept_project(store, data, decisions)
-    traces = DecisionTraces(store, project_id=project, agent_id="bench")
+    traces = DecisionTraces(store, project_id=spot["project"], agent_id="bench")
     first = traces.list_decisions_for_review(limit=1).decisions[0]
     pages = page_urls(
-        project, decision=str(first.id), task="task-0", events_task="task-1", after=300, document="policy"
+        spot["project"],
+        decision=str(first.id),
+        task=spot["task"],
+        events_task=spot["events_task"],
+        after=spot["after"],
+        document=spot["document"],
     )
     chosen = {n: u for n, u in pages.items() if not only or any(o.lower() in n for o in only)}
     rows = []
     for name, url in chosen.items():
         rows.append(profile_page(store, client, name, url, requests, top))
-    if data is None:
-        store.drop_project(project)
-    print(table(f"{title}, {decisions:,} decisions (load average {os.getloadavg()[0]:.2f})", rows))
+    print(table(f"{title} (load average {os.getloadavg()[0]:.2f})", rows))
     for r in rows:
         print(f"\n{r['page']}: statements by round-trip time, per request (calls, round trip, server)")
         for ms, calls, server_ms, text in r["statements"][:top]:
@@ -396,11 +413,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--data", type=Path, help="keep the embedded FalkorDB and its data set in this directory")
+    parser.add_argument(
+        "--keep", type=Path, help="profile the kept stores of tests.benchmarks.pages --keep DIR (both backends)"
+    )
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
     call_command("migrate", interactive=False, verbosity=0)
     for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        if args.keep:
+            spot = json.loads((args.keep / backend / "bench.json").read_text())
+            for title, store, _url in each_store(backend, keep=str(args.keep)):
+                run_kept(f"{title} (kept)", store, spot, args.page, args.requests, args.top)
+            continue
         if backend == "falkordb" and args.data:
             args.data.mkdir(parents=True, exist_ok=True)
             url = f"falkordb+embedded://{args.data.resolve()}?appendfsync=everysec"

@@ -82,3 +82,22 @@ def test_an_error_page_inside_a_project_is_not_a_project_page(story: Story, as_:
     for response, status in ((missing, 404), (forbidden, 403)):
         assert response.status_code == status
         assert 'class="projectnav"' not in response.content.decode()
+
+
+def test_the_decision_page_reads_each_cited_document_once(story: Story, as_: Any, monkeypatch: Any) -> None:
+    """The review and the supersede choices show the same documents: one
+    read of a document's state serves both (each is a round trip, which
+    costs most on a networked store)."""
+    store = get_store()
+    reads: list[str] = []
+    real = store.read
+
+    def counted(project_id: str, query: str, params: Any = None) -> Any:
+        reads.append(query)
+        return real(project_id, query, params)
+
+    monkeypatch.setattr(store, "read", counted)
+    page = as_("reviewer").get(f"/p/{story.project}/decisions/{story.moved}/").content.decode()
+    assert 'name="conclusion"' in page  # the supersede form is offered, so its choices were read
+    state_reads = [q for q in reads if q.startswith("MATCH (d:Document {id: $id}) RETURN d.key AS key")]
+    assert len(state_reads) == 1, state_reads
