@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _causes, _citations, _counters, _review
+from . import _causes, _citations, _conflict_keys, _counters, _review
 from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
@@ -154,9 +154,12 @@ class DecisionTraces(DecisionReads):
     def _write_choice(self, tx: Tx, choice_key: str, active: list[dict[str, Any]], at: str) -> None:
         norms = {a["norm"] for a in active}
         tx.write(
-            "MERGE (ch:Choice {id: $id}) WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
-            "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at "
-            f"WITH was, {1 if len(norms) > 1 else 0} AS now " + _counters.MOVE_CONFLICTS,
+            "MERGE (ch:Choice {id: $id}) "
+            f"WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, {1 if len(norms) > 1 else 0} AS now "
+            "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at"
+            + _conflict_keys.mark_moved(self.store)
+            + " "
+            + _counters.MOVE_CONFLICTS,
             {
                 "id": c.choice_node_id(self.project_id, choice_key),
                 "p": self.project_id,
@@ -635,7 +638,10 @@ class DecisionTraces(DecisionReads):
             "WITH ch, k, n, CASE WHEN size(norms) > 1 THEN 1 ELSE 0 END AS now, "
             "CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
             "SET ch.project_id = $p, ch.key = k.key, ch.active = n, "
-            "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at " + _counters.MOVE_CONFLICTS,
+            "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at"
+            + _conflict_keys.mark_moved(self.store)
+            + " "
+            + _counters.MOVE_CONFLICTS,
             {
                 "keys": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys],
                 "p": self.project_id,
