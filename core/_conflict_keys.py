@@ -12,7 +12,7 @@ but a lone one holds at least :data:`BUCKET_MIN` keys, so a page of keys
 reads the bucket its first key is in and the next few, whatever the number
 of conflicts.
 
-The three writers that set a choice's conflict flag (the statements that end
+Every writer of a choice's conflict flag (the statements that end
 with ``_counters.MOVE_CONFLICTS``) mark a choice whose flag they changed
 (``keys_moved``, :func:`mark_moved`), in the statement that changes it.
 The buckets are brought up to the marks by :func:`settle`, a unit holding

@@ -112,6 +112,16 @@ class Project:
 
     def check(self, step: str) -> None:
         keys = self.direct()
+        assert self.traces.review_counts()["conflicts"] == len(keys), step  # the kept count moves with them
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (ch:Choice) WHERE ch.project_id = $p OPTIONAL MATCH (d:Decision {choice_key: ch.key}) "
+            "WHERE d.project_id = $p AND d.status = 'active' "
+            "RETURN ch.key AS key, ch.active AS n, count(d) AS direct, collect(DISTINCT d.conclusion_norm) AS norms",
+            {"p": self.project_id},
+        )
+        for r in rows:  # each choice's kept active count, and its flag
+            assert (r["n"], r["key"] in keys) == (r["direct"], len(r["norms"]) > 1), (step, r)
         # the first page, and every page in turn by after_key: each key once, in order
         first = self.traces.list_conflicts()
         assert [g.choice_key for g in first.groups] == keys[:50], step
@@ -206,6 +216,25 @@ def test_conflict_pages_follow_every_kind_of_change(store: GraphStore, project_i
     p.load("pick-db", [("w00a", "x"), ("w05a", "x")])
     p.load("billing", [("w00a", "y"), ("w05a", "y")])
     p.check("loaded a few")
+    # one batch of several tasks: a new key it disagrees on, one it agrees on
+    # (spelled apart), and then keys with agreeing decisions before it
+
+    def item(task: str, key: str, conclusion: str) -> dict[str, Any]:
+        return {"task_name": task, "choice_key": key, "conclusion": conclusion, "rationale": "r", "supports": [EVENT]}
+
+    p.traces.load_decisions(
+        [
+            item("pick-db", "mix", "x"),
+            item("billing", "mix", "y"),
+            item("pick-db", "same", "X"),
+            item("billing", "same", " x "),
+        ]
+    )
+    p.check("loaded a mixed batch")
+    p.traces.load_decisions([item("ops", "same", "x"), item("ops", "mix", "x")])
+    p.check("loaded onto agreeing keys")
+    p.traces.load_decisions([item("wide", "same", "y")])
+    p.check("loaded a disagreement onto agreeing keys")
     # a task deleted with its decisions: the conflicts only it took part in go
     assert p.retention.delete_task("ops", include_decisions=True, reason="gone").recorded
     p.check("ops deleted")
