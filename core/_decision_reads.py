@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import _common as c
-from . import _counters, _review
+from . import _conflict_keys, _counters, _review
 from ._decision_rows import (
     _DECISION_FIELDS,
     SUPPORT,
@@ -361,22 +361,16 @@ class DecisionReads:
         max_groups = c.clamp(max_groups, CONFLICT_GROUPS_MAX, CONFLICT_GROUPS_MAX, "max_groups")
         # Neo4j reads a project's conflicted choices in key order from their
         # index when the ORDER BY names its leading properties: a page of
-        # keys reads that page, not every conflict (FalkorDB sorts them)
-        ordered = not self.store.graph_per_project
-        if task_name is None and ordered:
+        # keys reads that page, not every conflict; FalkorDB reads them from
+        # the key-ordered buckets it keeps (``_conflict_keys``)
+        if task_name is None and _conflict_keys.kept(self.store):
+            keys = [{"key": k} for k in _conflict_keys.page(self.store, self.project_id, after_key, max_groups + 1)]
+        elif task_name is None:
             keys = self.store.read(
                 self.project_id,
                 "MATCH (ch:Choice) USING INDEX SEEK ch:Choice(project_id, conflict, key) "
                 "WHERE ch.project_id = $p AND ch.conflict = true AND ch.key > coalesce($after, '') "
                 "WITH ch ORDER BY ch.project_id, ch.conflict, ch.key LIMIT $n RETURN ch.key AS key",
-                {"p": self.project_id, "n": max_groups + 1, "after": after_key},
-            )
-        elif task_name is None:
-            keys = self.store.read(
-                self.project_id,
-                "MATCH (ch:Choice) WHERE ch.conflict = true AND ch.project_id = $p "
-                "AND ($after IS NULL OR ch.key > $after) "
-                "WITH ch ORDER BY ch.key LIMIT $n RETURN ch.key AS key",
                 {"p": self.project_id, "n": max_groups + 1, "after": after_key},
             )
         elif self._few_active(task_name):
@@ -389,19 +383,23 @@ class DecisionReads:
                 "RETURN DISTINCT ch.key AS key ORDER BY key LIMIT $n",
                 {"tid": c.task_id(self.project_id, task_name), "n": max_groups + 1},
             )
+        elif _conflict_keys.kept(self.store):
+            # From the conflicted choices in key order (fewer than the task's
+            # active decisions), each checked for an active decision of the
+            # task by its unique active key, until a page is found.
+            keys = _conflict_keys.walk(
+                self.store,
+                self.project_id,
+                "MATCH (d:Decision {active_key: $tid + $sep + key}) RETURN key LIMIT $n",
+                {"tid": c.task_id(self.project_id, task_name), "sep": "\x1f", "n": max_groups + 1},
+            )
         else:
-            # From the conflicted choices (fewer than the task's active
-            # decisions, flagged and indexed), each checked for an active
-            # decision of the task by its unique active key.
+            # (the same, in key order from the index)
             keys = self.store.read(
                 self.project_id,
-                (
-                    "MATCH (ch:Choice) USING INDEX SEEK ch:Choice(project_id, conflict, key) WHERE ch.conflict = true "
-                    "AND ch.project_id = $p AND ch.key IS NOT NULL WITH ch ORDER BY ch.project_id, ch.conflict, ch.key "
-                    if ordered
-                    else f"MATCH (ch:Choice) WHERE ch.conflict = true{self._scope('ch')} WITH ch ORDER BY ch.key "
-                )
-                + "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
+                "MATCH (ch:Choice) USING INDEX SEEK ch:Choice(project_id, conflict, key) WHERE ch.conflict = true "
+                "AND ch.project_id = $p AND ch.key IS NOT NULL WITH ch ORDER BY ch.project_id, ch.conflict, ch.key "
+                "MATCH (d:Decision {active_key: $tid + $sep + ch.key}) RETURN ch.key AS key LIMIT $n",
                 {
                     "tid": c.task_id(self.project_id, task_name),
                     "sep": "\x1f",

@@ -49,6 +49,10 @@ DECISION_SCHEMA = Schema(
         NodeIndex("Choice", ("conflict",)),
         NodeIndex("Choice", ("project_id", "conflict")),  # a project's conflicts, on Neo4j
         NodeIndex("Choice", ("project_id", "conflict", "key"), ordered=True),  # ... in key order
+        # the conflicts in key order where no index reads them so (``_conflict_keys``)
+        NodeIndex("Choice", ("keys_moved",)),
+        NodeIndex("ConflictKeys", ("id",), unique=True),
+        NodeIndex("ConflictBucket", ("id",), unique=True),
         NodeIndex("SupportRecord", ("id",), unique=True),
         NodeIndex("SupportRecord", ("decision_id",)),
         # index-backed orderings: the queue of a project (Neo4j keeps every

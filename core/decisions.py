@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _causes, _citations, _counters, _review
+from . import _causes, _citations, _conflict_keys, _counters, _review
 from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
@@ -154,9 +154,12 @@ class DecisionTraces(DecisionReads):
     def _write_choice(self, tx: Tx, choice_key: str, active: list[dict[str, Any]], at: str) -> None:
         norms = {a["norm"] for a in active}
         tx.write(
-            "MERGE (ch:Choice {id: $id}) WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
-            "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at "
-            f"WITH was, {1 if len(norms) > 1 else 0} AS now " + _counters.MOVE_CONFLICTS,
+            "MERGE (ch:Choice {id: $id}) "
+            f"WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, {1 if len(norms) > 1 else 0} AS now "
+            "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at"
+            + _conflict_keys.mark_moved(self.store)
+            + " "
+            + _counters.MOVE_CONFLICTS,
             {
                 "id": c.choice_node_id(self.project_id, choice_key),
                 "p": self.project_id,
@@ -596,6 +599,7 @@ class DecisionTraces(DecisionReads):
         def work(tx: Tx) -> list[Decision]:
             _counters.lock(tx, self.project_id)
             found = BatchSupports.read(tx, self.project_id, planned)
+            choices = self._batch_choices(tx, planned)
             at = c.now()
             decisions = []
             for item in planned:
@@ -621,13 +625,71 @@ class DecisionTraces(DecisionReads):
                 )
                 decisions.append((decision, resolved, None, None))
             write_new_decisions(tx, self.project_id, decisions)
-            self._recount_choices(tx, sorted({item["choice_key"] for item in planned}), c.iso(at))
+            exact, rest = choices
+            self._write_choices(tx, exact, c.iso(at))
+            self._recount_choices(tx, rest, c.iso(at))
             return [d[0] for d in decisions]
 
         return self.store.transact(self.project_id, work)
 
+    def _batch_choices(self, tx: Tx, planned: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+        """The choices of a batch of new decisions: those whose active count
+        and conflict flag follow from the batch's own rows and the choice's
+        kept ``active`` and ``conflict`` (a key with no active decision
+        before; one in conflict already, as new decisions only add to it;
+        one the batch itself disagrees on), with their new ``n`` and
+        ``now``; and the keys that must be counted again from their
+        decisions (active decisions before, that agreed, and a batch that
+        agrees with itself: whether it agrees with them is not kept)."""
+        norms: dict[str, set[str]] = {}
+        counts: dict[str, int] = {}
+        for item in planned:
+            norms.setdefault(item["choice_key"], set()).add(normalized(item["conclusion"]))
+            counts[item["choice_key"]] = counts.get(item["choice_key"], 0) + 1
+        keys = sorted(norms)
+        before = {
+            r["key"]: r
+            for r in tx.read(
+                "UNWIND $rows AS r OPTIONAL MATCH (ch:Choice {id: r.id}) "
+                "RETURN r.key AS key, ch IS NOT NULL AS found, ch.active AS n, ch.conflict AS conflict",
+                {"rows": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys]},
+            )
+        }
+        exact: list[dict[str, Any]] = []
+        rest: list[str] = []
+        for k in keys:
+            choice = before.get(k) or {"found": False}
+            if choice["found"] and choice["n"] is None:
+                rest.append(k)  # (a choice whose active count was never kept)
+                continue
+            had = int(choice["n"] or 0)
+            if had and choice["conflict"] is not True and len(norms[k]) == 1:
+                rest.append(k)
+                continue
+            now = 1 if (had and choice["conflict"] is True) or len(norms[k]) > 1 else 0
+            exact.append({"key": k, "id": c.choice_node_id(self.project_id, k), "n": had + counts[k], "now": now})
+        return exact, rest
+
+    def _write_choices(self, tx: Tx, rows: list[dict[str, Any]], at: str) -> None:
+        """Choices whose active count and conflict flag are known (each row's
+        ``key``, ``id``, ``n`` and ``now``)."""
+        if not rows:
+            return
+        tx.write(
+            "UNWIND $rows AS r MERGE (ch:Choice {id: r.id}) "
+            "WITH ch, r, r.now AS now, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
+            "SET ch.project_id = $p, ch.key = r.key, ch.active = r.n, "
+            "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at"
+            + _conflict_keys.mark_moved(self.store)
+            + " "
+            + _counters.MOVE_CONFLICTS,
+            {"rows": rows, "p": self.project_id, "at": at, "qid": _counters.queue_node_id(self.project_id)},
+        )
+
     def _recount_choices(self, tx: Tx, keys: list[str], at: str) -> None:
         """Each choice key's active count and conflict flag, counted again."""
+        if not keys:
+            return
         tx.write(
             "UNWIND $keys AS k MATCH (d:Decision {choice_key: k.key}) WHERE d.project_id = $p AND d.status = 'active' "
             "WITH k, count(d) AS n, collect(DISTINCT d.conclusion_norm) AS norms "
@@ -635,7 +697,10 @@ class DecisionTraces(DecisionReads):
             "WITH ch, k, n, CASE WHEN size(norms) > 1 THEN 1 ELSE 0 END AS now, "
             "CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
             "SET ch.project_id = $p, ch.key = k.key, ch.active = n, "
-            "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at " + _counters.MOVE_CONFLICTS,
+            "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at"
+            + _conflict_keys.mark_moved(self.store)
+            + " "
+            + _counters.MOVE_CONFLICTS,
             {
                 "keys": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys],
                 "p": self.project_id,

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from . import _causes, _citations, _counters, _decision_rows, _review
+from . import _causes, _citations, _conflict_keys, _counters, _decision_rows, _review
 from . import _common as c
 from ._purge import Purger, event_purge_states
 from ._schema import CORE_SCHEMA, DECISION_SCHEMA
@@ -299,7 +299,9 @@ class HistoryRetention:
             "UNWIND $rows AS r MATCH (ch:Choice {id: r.id}) "
             "WITH ch, r, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, "
             "CASE WHEN r.conflict THEN 1 ELSE 0 END AS now "
-            "SET ch.active = r.n, ch.conflict = CASE WHEN r.conflict THEN true ELSE null END "
+            "SET ch.active = r.n, ch.conflict = CASE WHEN r.conflict THEN true ELSE null END"
+            + _conflict_keys.mark_moved(self.store)
+            + " "
             + _counters.MOVE_CONFLICTS,
             {
                 "rows": [
