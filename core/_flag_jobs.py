@@ -89,9 +89,9 @@ def version_ends(tx: Tx, doc_id: str, below: int) -> list[int] | None:
         "RETURN v.activation_seq AS seq, v.cite_last AS last, v.citers AS citers",
         {"id": doc_id, "below": below},
     ):
-        if r["last"] is None or r["citers"] is None:
+        if r["last"] is None:
             return None
-        ends[r["seq"] - 1] = int(r["last"]) if r["citers"] else 0
+        ends[r["seq"] - 1] = 0 if r["citers"] == 0 else int(r["last"])
     return ends
 
 
@@ -113,7 +113,7 @@ def _read_batch(
         vid = version_id(doc_id, seq)
         if ordered:
             rows = tx.read(
-                "MATCH (d:Decision)-[r:CITES_DOC]->() USING INDEX SEEK r:CITES_DOC(version_id, pos) "
+                "MATCH (d)-[r:CITES_DOC]->() USING INDEX SEEK r:CITES_DOC(version_id, pos) "
                 "WHERE r.version_id = $v AND r.pos > $after AND r.pos <= $end "
                 f"WITH d, r ORDER BY r.version_id, r.pos LIMIT $n RETURN r.pos AS pos, {_CITER_FIELDS}",
                 {"v": vid, "after": after, "end": end, "n": want},
@@ -123,7 +123,8 @@ def _read_batch(
             while True:
                 top = min(end, after + width)
                 rows = tx.read(
-                    "MATCH (d:Decision)-[r:CITES_DOC]->() WHERE r.version_id = $v AND r.pos > $after "
+                    # no label on d: FalkorDB would scan the label instead of seeking the index
+                    "MATCH (d)-[r:CITES_DOC]->(doc) WHERE r.version_id = $v AND r.pos > $after "
                     f"AND r.pos <= $top WITH d, r.pos AS pos ORDER BY pos LIMIT $n RETURN pos, {_CITER_FIELDS}",
                     {"v": vid, "after": after, "top": top, "n": want},
                 )

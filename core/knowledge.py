@@ -14,7 +14,10 @@ or a chunk of one version:
 An update flags the active decisions that cite an older version
 (``source_changed``); a delete flags every active decision that cites the
 document (``source_removed``); both queue the decisions that depend on them
-for ``DecisionTraces.continue_decision_review``.
+for ``DecisionTraces.continue_decision_review``. They flag in bounded units
+(``_flag_jobs``): the first writes the change and flags the first batch,
+and a document cited by more keeps an open flag job (``source_status``
+``pending``, or ``failed`` once its writer stopped) until the last unit.
 """
 
 from __future__ import annotations

@@ -267,3 +267,20 @@ def test_a_retry_returns_the_whole_result_and_writes_nothing(world: World, monke
         {"r": c.request_node_id(world.project_id, "up-1")},
     )
     assert kept == [{"unit": 2, "n": 4}, {"unit": 3, "n": 2}]  # the later units' ids, kept with the request
+
+
+def test_a_store_from_before_the_citation_places_is_numbered_then_flagged(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Citations written before their places were kept are numbered once
+    (their own unit), then flagged in units as any other."""
+    from .test_citations import _forget_the_numbers
+
+    monkeypatch.setattr(_flag_jobs, "FLAG_BATCH", 3)
+    citers = sorted(load_citers(world, 7))
+    _forget_the_numbers(world.store, world.project_id)
+    result = world.graph.delete("adr")
+    assert result.flagged_decision_ids == citers
+    assert_flagged(world, citers, ReviewReason.source_removed, _causes.document_deleted_cause("adr", 1))
+    check_counters(world)
+    assert job(world) is None and world.graph.source_status("adr") is SourceState.deleted
