@@ -24,8 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _counters
-from ._evidence import version_id
-from .knowledge import _VERSION_FIELDS
+from ._evidence import VERSION_FIELDS, version_id
 from .models.knowledge import DocumentVersion
 from .stores.base import GraphStore, Tx
 
@@ -168,7 +167,7 @@ def versions(store: GraphStore, project_id: str, doc_id: str) -> list[tuple[Docu
     given among its citations and how many decisions cite it (a version
     never numbered is numbered first)."""
     query = (
-        f"MATCH (v:DocVersion {{document_id: $id}}) RETURN {_VERSION_FIELDS}, "
+        f"MATCH (v:DocVersion {{document_id: $id}}) RETURN {VERSION_FIELDS}, "
         "v.cite_last AS cite_last, v.citers AS citers ORDER BY v.activation_seq DESC"
     )
     rows = store.read(project_id, query, {"id": doc_id})

@@ -18,6 +18,13 @@ from . import _common as c
 from .models.decision import EvidenceKind
 from .models.knowledge import EvidenceRef, MalformedEvidenceIdError
 
+#: The fields of a ``DocumentVersion`` read from a ``DocVersion`` node ``v``.
+VERSION_FIELDS = (
+    "v.key AS document_key, v.document_id AS document_node_id, v.activation_seq AS activation_seq, "
+    "v.content_hash AS content_hash, v.length AS length, size(v.chunk_starts) AS chunk_count, "
+    "v.created_at AS created_at, v.author AS author, v.superseded_at AS superseded_at"
+)
+
 #: Chunks end at a paragraph break when one falls before this many characters.
 CHUNK_TARGET = 1200
 

@@ -31,6 +31,11 @@ KNOWLEDGE_SCHEMA = Schema(
         NodeIndex("Document", ("project_id",)),
         NodeIndex("DocVersion", ("id",), unique=True),
         NodeIndex("DocVersion", ("document_id",)),
+        # a document write's open flag job, and the ids its units kept for a request (``_flag_jobs``)
+        NodeIndex("FlagJob", ("id",), unique=True),
+        NodeIndex("FlagJob", ("project_id",)),
+        NodeIndex("FlagBatch", ("id",), unique=True),
+        NodeIndex("FlagBatch", ("request",)),
     )
 )
 

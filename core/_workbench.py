@@ -29,7 +29,7 @@ from .models.decision import (
     ReviewState,
     Support,
 )
-from .models.knowledge import FetchStatus, SourceState
+from .models.knowledge import FetchStatus
 from .stores.base import GraphStore
 from .textdiff import passage_diff
 
@@ -427,7 +427,7 @@ class WorkbenchViews:
         start, end = self._cited_range(s, recorded)
         passage = recorded[start:end]
         info = self.graph.get_document(s.document_key)
-        if info is None or info.state is not SourceState.current:
+        if info is None or not info.live:
             return PassagePick(index=index, support=s, state="removed", passage=passage)
         if info.activation_seq == s.recorded_activation_seq:
             return PassagePick(
@@ -467,7 +467,7 @@ class WorkbenchViews:
         may) is found again nearest ``start``. None when the document is
         not current at ``version`` or the range is empty or out of it."""
         info = self.graph.get_document(key)
-        if info is None or info.state is not SourceState.current or info.activation_seq != version:
+        if info is None or not info.live or info.activation_seq != version:
             return None
         current = self.graph.version_text(key, version) or ""
         if text and current[start:end] != text:

@@ -469,7 +469,7 @@ class Graph(_Service):
     def current_text(self, key: str) -> str | None:
         """The current version's text (read through ``fetch`` of its whole span)."""
         info = self.get_document(key)
-        if info is None or info.state.value != "current":
+        if info is None or not info.live:
             return None
         versions = [v for v in self.list_versions(key) if v.activation_seq == info.activation_seq]
         if not versions:

@@ -14,19 +14,25 @@ or a chunk of one version:
 An update flags the active decisions that cite an older version
 (``source_changed``); a delete flags every active decision that cites the
 document (``source_removed``); both queue the decisions that depend on them
-for ``DecisionTraces.continue_decision_review``.
+for ``DecisionTraces.continue_decision_review``. They flag in bounded units
+(``_flag_jobs``): the first writes the change and flags the first batch,
+and a document cited by more keeps an open flag job (``source_status``
+``pending``, or ``failed`` once its writer stopped) until the last unit.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from . import _causes, _counters, _review
+from . import _causes, _citations, _counters, _flag_jobs
 from . import _common as c
 from ._evidence import (
     CHUNK_TARGET,
+    VERSION_FIELDS,
     chunk_id,
     chunk_offsets,
     chunk_range,
@@ -64,15 +70,35 @@ __all__ = [
     "encode_span",
 ]
 
-_VERSION_FIELDS = (
-    "v.key AS document_key, v.document_id AS document_node_id, v.activation_seq AS activation_seq, "
-    "v.content_hash AS content_hash, v.length AS length, size(v.chunk_starts) AS chunk_count, "
-    "v.created_at AS created_at, v.author AS author, v.superseded_at AS superseded_at"
-)
-
 
 def _document_reused() -> DocumentWriteResult:
     return DocumentWriteResult(recorded=False, error=DocumentErrorCode.request_id_reused)
+
+
+class _Wait(Enum):
+    """A document write's first unit that could not go ahead: an earlier
+    write's flag job is open, or the citations were never numbered."""
+
+    job_open = "job_open"
+    unnumbered = "unnumbered"
+
+
+_JOB_OPEN, _UNNUMBERED = _Wait.job_open, _Wait.unnumbered
+
+
+@dataclass
+class _Opened:
+    """A write whose flag job is open: its first unit's result, the job's
+    root cause and the request record (None without a request id)."""
+
+    result: DocumentWriteResult
+    cause: str
+    request: str | None
+
+
+def _job(key: str, reason: ReviewReason, cause: str, at: str, ends: list[int]) -> dict[str, Any]:
+    """A new flag job (``_flag_jobs``), its cursor before the first citation."""
+    return {"key": key, "reason": reason.value, "cause": cause, "at": at, "ends": ends, "vseq": 1, "pos": 0}
 
 
 # -- the service ---------------------------------------------------------------------
@@ -93,6 +119,7 @@ class Graph:
         # and a review page reads the same two versions for the support, its
         # diff, the reason it cannot be reaffirmed and the picker
         self._texts: OrderedDict[str, str] = OrderedDict()
+        self._ordered = not store.graph_per_project  # the citations' index gives its order (Neo4j)
         store.ensure_schema(self.project_id, CORE_SCHEMA)
 
     # -- writes -----------------------------------------------------------
@@ -121,7 +148,7 @@ class Graph:
         starts = chunk_offsets(text)
         replay = c.Replay(self.project_id, request_id, f"{mode}_document", {"key": key, "hash": digest})
 
-        def write(tx: Tx) -> DocumentWriteResult:
+        def write(tx: Tx) -> DocumentWriteResult | _Opened | _Wait:
             rows = tx.read(
                 "MATCH (d:Document {id: $id}) RETURN d.activation_seq AS seq, d.content_hash AS hash, "
                 "d.deleted_at AS deleted_at",
@@ -139,19 +166,16 @@ class Graph:
                 return DocumentWriteResult(recorded=True, version=self._version(tx, doc_id, doc["seq"]))
             seq = (doc["seq"] if doc else 0) + 1
             at = c.iso(c.now())
-            citing: list[dict[str, Any]] = []
+            job: dict[str, Any] | None = None
+            flagged: list[str] = []
+            cursor: dict[str, Any] | None = None
             if doc is not None and live:
-                citing = tx.read(
-                    "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[r:CITES_DOC]-(d:Decision) "
-                    "WHERE d.status = 'active' AND r.seq < $seq "
-                    "RETURN DISTINCT d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, "
-                    "d.task_id AS task_id, d.status AS status, d.root_cause AS root_cause",
-                    {"id": doc_id, "seq": seq},
-                )
-            flagged = [r["id"] for r in citing]
-            if flagged:  # reads first, so before this unit's writes
+                ends = _flag_jobs.version_ends(tx, doc_id, seq)
+                if ends is None:
+                    return _UNNUMBERED
                 cause = _causes.document_cause(key, seq)
-                _review.flag(tx, self.project_id, flagged, ReviewReason.source_changed, cause, at, known=citing)
+                job = _job(key, ReviewReason.source_changed, cause, at, ends)
+                flagged, cursor = _flag_jobs.flag_batch(tx, self.project_id, doc_id, job, ordered=self._ordered)
             self._write_version(tx, doc_id, key, text, seq=seq, digest=digest, starts=starts, at=at, new=doc is None)
             version = DocumentVersion(
                 document_key=key,
@@ -163,7 +187,10 @@ class Graph:
                 created_at=at,
                 author=self.agent_id,
             )
-            return DocumentWriteResult(recorded=True, version=version, flagged_decision_ids=sorted(flagged))
+            result = DocumentWriteResult(recorded=True, version=version, flagged_decision_ids=sorted(flagged))
+            if job is not None and cursor is not None:
+                return self._open(tx, doc_id, job, cursor, replay, result)
+            return result
 
         return self._unit(doc_id, replay, write)
 
@@ -229,24 +256,19 @@ class Graph:
         doc_id = document_node_id(self.project_id, key)
         replay = c.Replay(self.project_id, request_id, "delete_document", {"key": key})
 
-        def write(tx: Tx) -> DocumentWriteResult:
+        def write(tx: Tx) -> DocumentWriteResult | _Opened | _Wait:
             rows = tx.read(
                 "MATCH (d:Document {id: $id}) WHERE d.deleted_at IS NULL RETURN d.activation_seq AS seq", {"id": doc_id}
             )
             if not rows:
                 return DocumentWriteResult(recorded=False, error=DocumentErrorCode.document_not_found)
-            citing = tx.read(
-                "MATCH (doc:Document {id: $id}) WITH doc MATCH (doc)<-[:CITES_DOC]-(d:Decision) "
-                "WHERE d.status = 'active' "
-                "RETURN DISTINCT d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, "
-                "d.task_id AS task_id, d.status AS status, d.root_cause AS root_cause",
-                {"id": doc_id},
-            )
-            flagged = [r["id"] for r in citing]
+            seq = rows[0]["seq"]
+            ends = _flag_jobs.version_ends(tx, doc_id, seq + 1)
+            if ends is None:
+                return _UNNUMBERED
             at = c.iso(c.now())
-            if flagged:  # reads first, so before this unit's writes
-                cause = _causes.document_deleted_cause(key, rows[0]["seq"])
-                _review.flag(tx, self.project_id, flagged, ReviewReason.source_removed, cause, at, known=citing)
+            job = _job(key, ReviewReason.source_removed, _causes.document_deleted_cause(key, seq), at, ends)
+            flagged, cursor = _flag_jobs.flag_batch(tx, self.project_id, doc_id, job, ordered=self._ordered)
             tx.write(
                 "MATCH (d:Document {id: $id}) SET d.deleted_at = $at, d.updated_at = $at", {"id": doc_id, "at": at}
             )
@@ -254,15 +276,43 @@ class Graph:
                 "MATCH (v:DocVersion {document_id: $id}) WHERE v.superseded_at IS NULL SET v.superseded_at = $at",
                 {"id": doc_id, "at": at},
             )
-            return DocumentWriteResult(recorded=True, flagged_decision_ids=sorted(flagged))
+            result = DocumentWriteResult(recorded=True, flagged_decision_ids=sorted(flagged))
+            if cursor is not None:
+                return self._open(tx, doc_id, job, cursor, replay, result)
+            return result
 
         return self._unit(doc_id, replay, write)
 
-    def _unit(self, doc_id: str, replay: c.Replay, write: Callable[[Tx], DocumentWriteResult]) -> DocumentWriteResult:
-        """A document write as one unit: lock the document, answer a repeated
-        request, else write and remember the result with the write."""
+    def _open(
+        self,
+        tx: Tx,
+        doc_id: str,
+        job: dict[str, Any],
+        cursor: dict[str, Any],
+        replay: c.Replay,
+        result: DocumentWriteResult,
+    ) -> _Opened:
+        """Queue the open job of a write whose citers did not fit its unit
+        (``_flag_jobs``); the request record, when there is one, says so."""
+        request = c.request_node_id(self.project_id, replay.request_id) if replay.request_id else None
+        job = {**job, "flagged": len(result.flagged_decision_ids)}
+        _flag_jobs.open_job(tx, self.project_id, doc_id, job, cursor, request)
+        if request is not None:
+            replay.remember(tx, result)
+            tx.write("MATCH (r:Request {id: $id}) SET r.flag_job = $cause", {"id": request, "cause": job["cause"]})
+        return _Opened(result, job["cause"], request)
 
-        def work(tx: Tx) -> DocumentWriteResult:
+    def _unit(
+        self, doc_id: str, replay: c.Replay, write: Callable[[Tx], DocumentWriteResult | _Opened | _Wait]
+    ) -> DocumentWriteResult:
+        """A document write: its first unit locks the document, answers a
+        repeated request, else writes and remembers the result with the
+        write. A job left open (``_flag_jobs``: the citers did not fit one
+        unit) is run to its end before the call returns, in units of its
+        own; an open job of an earlier write of the document is finished
+        first, as is the job of a repeated request."""
+
+        def work(tx: Tx) -> DocumentWriteResult | _Opened | _Wait:
             # the kept counters' lock first, as every unit that may change
             # them (a revision flags what cites the document); a decision
             # written meanwhile locks the document after it (its citation)
@@ -270,18 +320,43 @@ class Graph:
             tx.lock("Document", doc_id)
             earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
             if earlier is not None:
+                if earlier.recorded and replay.request_id is not None:
+                    request = c.request_node_id(self.project_id, replay.request_id)
+                    rows = tx.read("MATCH (r:Request {id: $id}) RETURN r.flag_job AS cause", {"id": request})
+                    if rows and rows[0]["cause"]:
+                        return _Opened(earlier, rows[0]["cause"], request)
                 return earlier
+            if _flag_jobs.read_job(tx, doc_id) is not None:
+                return _JOB_OPEN
             result = write(tx)
-            if result.recorded:
+            if isinstance(result, DocumentWriteResult) and result.recorded:
                 replay.remember(tx, result)
             return result
 
-        return self.store.transact(self.project_id, work)
+        while True:
+            out = self.store.transact(self.project_id, work)
+            if out is _JOB_OPEN:
+                _flag_jobs.finish(self.store, self.project_id, doc_id)
+            elif out is _UNNUMBERED:
+                _citations.number(self.store, self.project_id, doc_id)  # a store from before the numbers
+            elif isinstance(out, _Opened):
+                flagged = _flag_jobs.finish(self.store, self.project_id, doc_id, cause=out.cause)
+                if out.request is None:
+                    ids = [*out.result.flagged_decision_ids, *flagged]
+                else:  # the whole call's, whoever ran its units
+                    ids = [
+                        *out.result.flagged_decision_ids,
+                        *_flag_jobs.kept_ids(self.store, self.project_id, out.request),
+                    ]
+                return out.result.model_copy(update={"flagged_decision_ids": sorted(set(ids))})
+            else:
+                assert isinstance(out, DocumentWriteResult)
+                return out
 
     # -- reads ------------------------------------------------------------
 
     def _version(self, tx: Tx | None, doc_id: str, seq: int) -> DocumentVersion | None:
-        query = f"MATCH (v:DocVersion {{id: $vid}}) RETURN {_VERSION_FIELDS}"
+        query = f"MATCH (v:DocVersion {{id: $vid}}) RETURN {VERSION_FIELDS}"
         params = {"vid": version_id(doc_id, seq)}
         rows = tx.read(query, params) if tx is not None else self.store.read(self.project_id, query, params)
         return DocumentVersion.model_validate(rows[0]) if rows else None
@@ -338,17 +413,29 @@ class Graph:
         return SourceState.unknown if info is None else info.state
 
     def get_document(self, key: str) -> DocumentInfo | None:
+        """The document's current state: ``current`` or ``deleted`` once its
+        last write is complete; while that write's flag job is open
+        (``_flag_jobs``: its citers are flagged in units) ``pending``, or
+        ``failed`` when the job's lease expired (its writer stopped; the
+        next write of the document, a retry or the review sweep finishes
+        it). ``deleted_at`` tells whether a version is live meanwhile."""
         key = c.text(key, "key")
         rows = self.store.read(
             self.project_id,
-            "MATCH (d:Document {id: $id}) RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
-            "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at",
+            "MATCH (d:Document {id: $id}) OPTIONAL MATCH (j:FlagJob {id: $id}) "
+            "RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
+            "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at, "
+            "j.lease_until AS lease_until",
             {"id": document_node_id(self.project_id, key)},
         )
         if not rows:
             return None
         row = rows[0]
-        state = SourceState.deleted if row["deleted_at"] is not None else SourceState.current
+        lease = row.pop("lease_until")
+        if lease is not None:
+            state = SourceState.failed if _flag_jobs.lease_expired(lease) else SourceState.pending
+        else:
+            state = SourceState.deleted if row["deleted_at"] is not None else SourceState.current
         return DocumentInfo.model_validate({**row, "state": state})
 
     def list_versions(self, key: str) -> list[DocumentVersion]:
@@ -356,7 +443,7 @@ class Graph:
         key = c.text(key, "key")
         rows = self.store.read(
             self.project_id,
-            f"MATCH (v:DocVersion {{document_id: $id}}) RETURN {_VERSION_FIELDS} ORDER BY v.activation_seq DESC",
+            f"MATCH (v:DocVersion {{document_id: $id}}) RETURN {VERSION_FIELDS} ORDER BY v.activation_seq DESC",
             {"id": document_node_id(self.project_id, key)},
         )
         return [DocumentVersion.model_validate(r) for r in rows]
@@ -391,21 +478,21 @@ class Graph:
 
     def current_text(self, key: str) -> str | None:
         info = self.get_document(key)
-        if info is None or info.state is not SourceState.current:
+        if info is None or not info.live:
             return None
         return self.version_text(key, info.activation_seq)
 
     def span_evidence_id(self, key: str, char_start: int, char_end: int) -> str:
         """The evidence id of ``[char_start, char_end)`` of the current version."""
         info = self.get_document(key)
-        if info is None or info.state is not SourceState.current:
+        if info is None or not info.live:
             raise KeyError(f"no current document {key!r}")
         return encode_span(info.node_id, info.activation_seq, char_start, char_end)
 
     def chunk_evidence_ids(self, key: str) -> list[str]:
         """The evidence ids of the chunks of the current version, in order."""
         info = self.get_document(key)
-        if info is None or info.state is not SourceState.current:
+        if info is None or not info.live:
             raise KeyError(f"no current document {key!r}")
         version = self._version(None, str(info.node_id), info.activation_seq)
         count = version.chunk_count if version else 0

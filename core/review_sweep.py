@@ -5,12 +5,17 @@
 Each step is one unit of work of at most ``REVIEW_BATCH_MAX`` decisions, so
 the loop is safe beside people using the dashboard, and an interrupted sweep
 leaves nothing half done: the next one continues where it stopped.
+
+First it finishes the document writes whose writer stopped half way (a flag
+job whose lease expired, ``_flag_jobs``): their citers are flagged before
+the review spreads from them. Each unit of such a job is a step.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel
 
+from . import _flag_jobs
 from .decisions import REVIEW_BATCH_MAX, DecisionTraces
 
 
@@ -21,6 +26,8 @@ class ReviewSweep(BaseModel):
     flagged: int = 0
     cleared: int = 0
     steps: int = 0
+    #: decisions flagged while finishing stopped document writes (their flag jobs)
+    sources_flagged: int = 0
     #: True when the last step said nothing more waits; False when a limit stopped it
     done: bool = False
 
@@ -31,6 +38,7 @@ def review_until_done(
     """Call ``continue_decision_review`` until nothing is queued, or until
     ``max_moved`` decisions have moved, or after ``max_steps`` steps."""
     run = ReviewSweep()
+    run.steps, run.sources_flagged = _flag_jobs.finish_stale(traces.store, traces.project_id, max_units=max_steps)
     while max_steps is None or run.steps < max_steps:
         if max_moved is not None and run.moved >= max_moved:
             break

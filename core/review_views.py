@@ -59,7 +59,6 @@ from .models.knowledge import (
     DocumentInfo,
     DocumentVersion,
     MalformedEvidenceIdError,
-    SourceState,
 )
 from .models.task import Event
 from .stores.base import GraphStore
@@ -373,7 +372,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         recorded = self._version_text(s)
         start, end = self._cited_range(s, recorded)
         passage = recorded[start:end] if recorded is not None else ""
-        if info is None or info.state is SourceState.deleted:
+        if info is None or not info.live:
             return SupportView(support=s, state="removed", passage=passage)
         if info.activation_seq == s.recorded_activation_seq:
             return SupportView(support=s, state="current", passage=passage)
@@ -398,7 +397,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         for s in decision.supports:
             if isinstance(s, DocumentSupport):
                 info = self.graph.get_document(s.document_key)
-                if info is None or info.state is not SourceState.current:
+                if info is None or not info.live:
                     continue
                 recorded = self._version_text(s)
                 if recorded is None:
@@ -482,7 +481,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             if not sections:
                 return None
             return DocumentPage(info=info, versions=sections, text=None, paged=version, before=before)
-        text = self.graph.version_text(key, info.activation_seq) if info.state is SourceState.current else None
+        text = self.graph.version_text(key, info.activation_seq) if info.live else None
         return DocumentPage(info=info, versions=sections, text=text)
 
     def redaction_preview(self, event_id: Any) -> RedactionPreview | None:

@@ -107,6 +107,12 @@ class DocumentInfo(Model):
     updated_at: datetime
     deleted_at: datetime | None = None
 
+    @property
+    def live(self) -> bool:
+        """Whether the document has a current version (not deleted), whatever
+        ``state`` says of its last write's flagging (``pending``/``failed``)."""
+        return self.deleted_at is None
+
 
 class DocumentWriteResult(Model):
     recorded: bool

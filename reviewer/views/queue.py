@@ -105,8 +105,12 @@ def sweep(request: HttpRequest, project: str) -> HttpResponse:
     """Run the review on (stewards): up to 50 batches of 100."""
     p = _project(request, project)
     access.require(request.user, access.STEWARD, project)
-    moved = review_until_done(p.traces, max_steps=50).moved
-    messages.success(request, f"Review moved {moved} queued decision{'' if moved == 1 else 's'} on.")
+    run = review_until_done(p.traces, max_steps=50)
+    moved, finished = run.moved, run.sources_flagged
+    note = f"Review moved {moved} queued decision{'' if moved == 1 else 's'} on."
+    if finished:  # a document write whose writer stopped half way, finished here
+        note += f" {finished} decision{'' if finished == 1 else 's'} citing a changed document flagged."
+    messages.success(request, note)
     return redirect("overview", project=p.id)
 
 

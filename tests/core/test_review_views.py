@@ -195,6 +195,7 @@ def test_review_until_done_spreads_a_flag_down_a_chain(world: World) -> None:
         "flagged": 0,
         "cleared": 0,
         "steps": 1,
+        "sources_flagged": 0,
         "done": True,
     }
 

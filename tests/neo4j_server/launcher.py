@@ -54,8 +54,16 @@ class Neo4jServer:
     """One running server; ``url`` is its Bolt address."""
 
     def __init__(
-        self, *, port: int = 0, data_dir: str | None = None, heap: str = "1g", pagecache: str = "256m"
+        self,
+        *,
+        port: int = 0,
+        data_dir: str | None = None,
+        heap: str = "1g",
+        pagecache: str = "256m",
+        tx_total: str | None = None,
     ) -> None:
+        """``tx_total``: ``db.memory.transaction.total.max`` (e.g. ``"64m"``;
+        unlimited when None, as the embedded default)."""
         if not built():
             build()
         args = [
@@ -63,6 +71,7 @@ class Neo4jServer:
             "-Xms256m",
             f"-Xmx{heap}",
             f"-Dreviewer.pagecache={pagecache}",
+            *([f"-Dreviewer.txtotal={tx_total}"] if tx_total else []),
             "-XX:+UseParallelGC",
             "-cp",
             f"{TARGET / 'classes'}{os.pathsep}{TARGET / 'lib'}/*",

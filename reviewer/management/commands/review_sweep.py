@@ -35,6 +35,7 @@ class Command(BaseCommand):
                 self.stdout.write(
                     f"{project_id}: moved {moved} queued decisions ({flagged} flagged dependency_review, "
                     f"{cleared} clear again); {waiting} still queued"
+                    + (f"; {run.sources_flagged} citers of changed documents flagged" if run.sources_flagged else "")
                 )
         except GraphStoreError as exc:
             raise CommandError(f"the graph store failed: {exc}") from exc

@@ -46,6 +46,10 @@ public final class Launcher {
         config.put("server.https.enabled", "false");
         config.put("server.memory.pagecache.size", System.getProperty("reviewer.pagecache", "256m"));
         config.put("db.tx_log.rotation.retention_policy", "1 files");
+        String txTotal = System.getProperty("reviewer.txtotal");
+        if (txTotal != null) { // the memory all transactions may hold together (a server's default: 70% of the heap)
+            config.put("db.memory.transaction.total.max", txTotal);
+        }
         config.put("dbms.usage_report.enabled", "false");
 
         StringBuilder conf = new StringBuilder();
