@@ -30,7 +30,7 @@ from typing import Any
 
 from . import _common as c
 from . import _counters
-from .stores.base import GraphStore, Tx
+from .stores.base import GraphStore, GraphStoreWriteConflictError, Tx
 
 #: The most keys a bucket holds, and the fewest (but for a lone bucket).
 BUCKET_MAX = 128
@@ -106,7 +106,8 @@ def page(store: GraphStore, project_id: str, after: str | None, n: int) -> list[
             return sorted(k for found in row["found"] for k in found)[:n]
         if attempt == 0 and not row["kept"] and not row["moved"] and not _any_conflict(store, project_id):
             return []  # nothing in conflict (and reading writes nothing)
-        settle(store, project_id)
+        if not _settled(store, project_id):
+            break
     return _direct_page(store, project_id, after, n)  # (writers kept moving keys)
 
 
@@ -122,16 +123,30 @@ def walk(store: GraphStore, project_id: str, query: str, params: dict[str, Any])
             {"kid": keys_node_id(project_id)},
         )[0]
         if rows["kept"] and not rows["moved"]:
-            break
+            return store.read(
+                project_id,
+                "MATCH (k:ConflictKeys {id: $kid}) UNWIND k.lows AS low MATCH (b:ConflictBucket {id: $pre + low}) "
+                "UNWIND b.keys AS key " + query,
+                {**params, "kid": keys_node_id(project_id), "pre": project_id + _SEP},
+            )
         if not rows["kept"] and not rows["moved"] and not _any_conflict(store, project_id):
             return []
-        settle(store, project_id)
+        if not _settled(store, project_id):
+            break
+    # writers kept moving keys: every key in conflict, sorted (what the buckets save)
     return store.read(
-        project_id,
-        "MATCH (k:ConflictKeys {id: $kid}) UNWIND k.lows AS low MATCH (b:ConflictBucket {id: $pre + low}) "
-        "UNWIND b.keys AS key " + query,
-        {**params, "kid": keys_node_id(project_id), "pre": project_id + _SEP},
+        project_id, "MATCH (ch:Choice) WHERE ch.conflict = true WITH ch.key AS key ORDER BY key " + query, params
     )
+
+
+def _settled(store: GraphStore, project_id: str) -> bool:
+    """Settle for a page read; False when writers kept winning (the read
+    then answers from the choices directly, never with an error)."""
+    try:
+        settle(store, project_id)
+    except GraphStoreWriteConflictError:
+        return False
+    return True
 
 
 def _any_conflict(store: GraphStore, project_id: str) -> bool:

@@ -35,6 +35,7 @@ with the job's reason and root cause is passed over.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,6 +51,9 @@ from .stores.base import GraphStore, Tx
 FLAG_BATCH = 2_000
 #: Seconds a unit's lease lasts: a job not continued for longer reads failed.
 LEASE_S = 60.0
+#: Seconds between two looks at a living writer's job by the next write of
+#: the same document, which waits for it.
+WAIT_S = 0.2
 
 _CITER_FIELDS = (
     "d.id AS id, d.review_open AS open, d.review_state AS state, d.queued AS queued, d.task_id AS task_id, "
@@ -256,6 +260,24 @@ def finish(store: GraphStore, project_id: str, doc_id: str, *, cause: str | None
         flagged += unit.flagged
         if not unit.open:
             return flagged
+
+
+def finish_earlier(store: GraphStore, project_id: str, doc_id: str) -> None:
+    """An earlier write's open job, met by the next write of the document:
+    left to its writer while the lease holds (waiting for it to end, so
+    that writer's answer stays whole), taken over once the lease ran out
+    (the writer stopped) and run to its end."""
+    while True:
+        unit = continue_job(store, project_id, doc_id, stale_only=True)
+        if unit is not None:
+            if unit.open:  # this writer's now: its units renew the lease
+                finish(store, project_id, doc_id)
+            return
+        rows = store.read(project_id, "MATCH (j:FlagJob {id: $id}) RETURN j.lease_until AS lease", {"id": doc_id})
+        if not rows:
+            return  # its writer finished it
+        left = (datetime.fromisoformat(rows[0]["lease"]) - datetime.now(UTC)).total_seconds()
+        time.sleep(min(WAIT_S, max(left, 0.0) + 0.01))
 
 
 def open_jobs(store: GraphStore, project_id: str) -> list[dict[str, Any]]:

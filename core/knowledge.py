@@ -309,8 +309,9 @@ class Graph:
         repeated request, else writes and remembers the result with the
         write. A job left open (``_flag_jobs``: the citers did not fit one
         unit) is run to its end before the call returns, in units of its
-        own; an open job of an earlier write of the document is finished
-        first, as is the job of a repeated request."""
+        own; an open job of an earlier write of the document is waited for
+        while its writer lives (its lease holds) and finished first once it
+        stopped, and the job of a repeated request is finished first."""
 
         def work(tx: Tx) -> DocumentWriteResult | _Opened | _Wait:
             # the kept counters' lock first, as every unit that may change
@@ -336,7 +337,7 @@ class Graph:
         while True:
             out = self.store.transact(self.project_id, work)
             if out is _JOB_OPEN:
-                _flag_jobs.finish(self.store, self.project_id, doc_id)
+                _flag_jobs.finish_earlier(self.store, self.project_id, doc_id)
             elif out is _UNNUMBERED:
                 _citations.number(self.store, self.project_id, doc_id)  # a store from before the numbers
             elif isinstance(out, _Opened):

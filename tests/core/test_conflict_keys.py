@@ -290,3 +290,30 @@ def test_a_writer_that_does_not_mark_is_seen(store: GraphStore, project_id: str)
         assert shown == ["a"]
         store.write(project_id, "MATCH (ch:Choice {key: 'b'}) SET ch.keys_moved = true")
     assert [g.choice_key for g in p.traces.list_conflicts().groups] == ["a", "b"]
+
+
+def test_a_page_read_answers_when_settling_keeps_losing(
+    store: GraphStore, project_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Settling the buckets is a write a page read makes; when busy writers
+    keep winning it (the unit gives up), the conflicts page and a task's
+    conflicts answer from the choices directly, never with an error."""
+    from core.stores.base import GraphStoreWriteConflictError
+
+    p = Project(store, project_id)
+    p.load("pick-db", [(k, "x") for k in KEYS])
+    p.load("billing", [(k, "y" if i % 3 else "x") for i, k in enumerate(KEYS)])
+    assert [g.choice_key for g in p.traces.list_conflicts().groups] == p.direct()
+    p.record("ops", "svc", "z")  # marks a key where kept: the next read would settle
+
+    def busy(*a: Any, **kw: Any) -> None:
+        raise GraphStoreWriteConflictError("writers kept winning")
+
+    monkeypatch.setattr(_conflict_keys, "settle", busy)
+    keys = p.direct()
+    assert "svc" in keys
+    assert [g.choice_key for g in p.traces.list_conflicts().groups] == keys
+    assert [g.choice_key for g in p.traces.list_conflicts(after_key="m").groups] == [k for k in keys if k > "m"]
+    found = p.history.get_task("billing")  # more active decisions than conflicts: the walk in key order
+    assert found.view is not None
+    assert [g.choice_key for g in found.view.conflicts] == p.task_direct("billing")[:10]

@@ -284,3 +284,46 @@ def test_a_store_from_before_the_citation_places_is_numbered_then_flagged(
     assert_flagged(world, citers, ReviewReason.source_removed, _causes.document_deleted_cause("adr", 1))
     check_counters(world)
     assert job(world) is None and world.graph.source_status("adr") is SourceState.deleted
+
+
+def test_a_second_write_waits_for_a_living_writer_whose_answer_stays_whole(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writer A's first unit opened a job and its lease holds (A is between
+    units): B's update of the same document waits instead of taking A's
+    units, so what A goes on to flag is A's to report; B writes after."""
+    import threading
+
+    from core.knowledge import Graph
+
+    monkeypatch.setattr(_flag_jobs, "FLAG_BATCH", 3)
+    monkeypatch.setattr(_flag_jobs, "LEASE_S", 30.0)
+    citers = sorted(load_citers(world, CITERS))
+    text = world.graph.current_text("adr") or ""
+
+    def died(*a: Any, **kw: Any) -> Any:
+        raise Died
+
+    with monkeypatch.context() as m:  # A: its first unit commits, then it pauses
+        m.setattr(_flag_jobs, "continue_job", died)
+        with pytest.raises(Died):
+            world.graph.update("adr", "Preface.\n\n" + text)
+    assert world.graph.source_status("adr") is SourceState.pending
+    b_graph = Graph(world.store, project_id=world.project_id, agent_id="b")
+    answers: list[Any] = []
+    b = threading.Thread(target=lambda: answers.append(b_graph.update("adr", "Third.\n\n" + text)))
+    b.start()
+    b.join(1.0)
+    assert b.is_alive() and not answers  # B waits
+    assert job(world) == {"units": 1, "flagged": 3, "vseq": 1, "pos": 3}  # A's units untouched
+    # A goes on: the rest of its job is its own to report
+    rest = _flag_jobs.finish(
+        world.store, world.project_id, document_node_id(world.project_id, "adr"), cause=_causes.document_cause("adr", 2)
+    )
+    assert len(rest) == CITERS - 3
+    b.join(30)
+    assert not b.is_alive() and answers and answers[0].recorded and answers[0].version.activation_seq == 3
+    assert answers[0].flagged_decision_ids == citers  # B's change flags every citer again, with its cause
+    assert_flagged(world, citers, ReviewReason.source_changed, _causes.document_cause("adr", 3))
+    assert job(world) is None
+    check_counters(world)
