@@ -29,15 +29,9 @@ PASSAGE = "Postgres stays the system of record"
 
 
 def serve(tx_total: str | None) -> None:
-    from tests.neo4j_server.launcher import running
+    from tests.neo4j_server.launcher import serve as serve_until_stopped
 
-    with running(heap="1g", tx_total=tx_total) as srv:
-        print(f"URL {srv.url}", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
+    serve_until_stopped("URL {url}", heap="1g", tx_total=tx_total)
 
 
 def seed(url: str, citers: int, docs: list[str], load_batch: int) -> None:

@@ -135,11 +135,17 @@ def running(**kwargs: object) -> Iterator[Neo4jServer]:
         server.stop()
 
 
-if __name__ == "__main__":  # python -m tests.neo4j_server.launcher: run one by hand
-    with running() as srv:
-        print(f"Neo4j test server on {srv.url}; press Ctrl-C to stop", flush=True)
+def serve(message: str = "Neo4j test server on {url}; press Ctrl-C to stop", **kwargs: object) -> None:
+    """Run a server until Ctrl-C (or SIGINT), after printing ``message``
+    with its ``{url}``: for a person, or a benchmark's other process."""
+    with running(**kwargs) as srv:
+        print(message.format(url=srv.url), flush=True)
         try:
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
             pass
+
+
+if __name__ == "__main__":  # python -m tests.neo4j_server.launcher: run one by hand
+    serve()
