@@ -13,7 +13,7 @@ reads the bucket its first key is in and the next few, whatever the number
 of conflicts.
 
 Every writer of a choice's conflict flag (the statements that end
-with ``_counters.MOVE_CONFLICTS``) mark a choice whose flag they changed
+with :func:`moved`) mark a choice whose flag they changed
 (``keys_moved``, :func:`mark_moved`), in the statement that changes it.
 The buckets are brought up to the marks by :func:`settle`, a unit holding
 the counters' lock that clears the marks it applied; a page read that finds
@@ -51,6 +51,15 @@ def mark_moved(store: GraphStore) -> str:
     if not kept(store):
         return ""
     return ", ch.keys_moved = CASE WHEN was <> now THEN true ELSE ch.keys_moved END"
+
+
+def moved(store: GraphStore) -> str:
+    """The end of every statement that sets choices' ``ch.conflict`` from
+    ``was`` to ``now`` (1 or 0): the choice marked where its flag changed
+    (:func:`mark_moved`), then the kept count moved
+    (``_counters.MOVE_CONFLICTS``; ``$qid``: the project's queue node). One
+    piece, so that no writer of the flag can leave either out."""
+    return mark_moved(store) + " " + _counters.MOVE_CONFLICTS
 
 
 def keys_node_id(project_id: str) -> str:

@@ -157,9 +157,7 @@ class DecisionTraces(DecisionReads):
             "MERGE (ch:Choice {id: $id}) "
             f"WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, {1 if len(norms) > 1 else 0} AS now "
             "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at"
-            + _conflict_keys.mark_moved(self.store)
-            + " "
-            + _counters.MOVE_CONFLICTS,
+            + _conflict_keys.moved(self.store),
             {
                 "id": c.choice_node_id(self.project_id, choice_key),
                 "p": self.project_id,
@@ -680,9 +678,7 @@ class DecisionTraces(DecisionReads):
             "WITH ch, r, r.now AS now, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
             "SET ch.project_id = $p, ch.key = r.key, ch.active = r.n, "
             "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at"
-            + _conflict_keys.mark_moved(self.store)
-            + " "
-            + _counters.MOVE_CONFLICTS,
+            + _conflict_keys.moved(self.store),
             {"rows": rows, "p": self.project_id, "at": at, "qid": _counters.queue_node_id(self.project_id)},
         )
 
@@ -698,9 +694,7 @@ class DecisionTraces(DecisionReads):
             "CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was "
             "SET ch.project_id = $p, ch.key = k.key, ch.active = n, "
             "ch.conflict = CASE WHEN now = 1 THEN true ELSE null END, ch.updated_at = $at"
-            + _conflict_keys.mark_moved(self.store)
-            + " "
-            + _counters.MOVE_CONFLICTS,
+            + _conflict_keys.moved(self.store),
             {
                 "keys": [{"key": k, "id": c.choice_node_id(self.project_id, k)} for k in keys],
                 "p": self.project_id,

@@ -300,9 +300,7 @@ class HistoryRetention:
             "WITH ch, r, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, "
             "CASE WHEN r.conflict THEN 1 ELSE 0 END AS now "
             "SET ch.active = r.n, ch.conflict = CASE WHEN r.conflict THEN true ELSE null END"
-            + _conflict_keys.mark_moved(self.store)
-            + " "
-            + _counters.MOVE_CONFLICTS,
+            + _conflict_keys.moved(self.store),
             {
                 "rows": [
                     {
