@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _common as c
 from . import _counters
 from ._evidence import VERSION_FIELDS, version_id
 from .models.knowledge import DocumentVersion
@@ -205,15 +206,15 @@ def newest(
             f"WITH d, r ORDER BY r.version_id DESC, r.pos DESC LIMIT $n RETURN r.pos AS pos, {_CITER_FIELDS}",
             {"v": vid, "top": top, "n": n},
         )
-    width = 4 * n
-    while True:
-        low = max(1, top - width + 1)
-        rows = store.read(
+    return c.widening(
+        lambda lo, hi: store.read(
             project_id,
             "MATCH (d)-[r:CITES_DOC]->(doc) WHERE r.version_id = $v AND r.pos >= $low AND r.pos <= $top "
             f"WITH d, r.pos AS pos ORDER BY pos DESC LIMIT $n RETURN pos, {_CITER_FIELDS}",
-            {"v": vid, "low": low, "top": top, "n": n},
-        )
-        if len(rows) == n or low == 1:
-            return rows
-        width *= 8
+            {"v": vid, "low": lo, "top": hi, "n": n},
+        ),
+        n=n,
+        near=top,
+        far=1,
+        width=4 * n,
+    )

@@ -254,3 +254,23 @@ def replayed(
     if stored is None:
         return reused()
     return result_type.model_validate_json(stored)
+
+
+R = TypeVar("R")
+
+
+def widening(read: Callable[[int, int], list[R]], *, n: int, near: int, far: int, width: int) -> list[R]:
+    """Up to ``n`` rows nearest ``near`` from an index of whole numbers that
+    gives no order (FalkorDB's range index): ranges from ``near`` towards
+    ``far`` (both included; a ``far`` below ``near`` reads downwards), eight
+    times wider each time, until one yields ``n`` or reaches ``far``.
+    ``read(lo, hi)`` reads ``[lo, hi]``, nearest first, at most ``n``. A
+    range that yields ``n`` holds every row nearer than its last, so the
+    answer is exact, and only the rows of the ranges read are sorted."""
+    up = far >= near
+    while True:
+        lo, hi = (near, min(far, near + width - 1)) if up else (max(far, near - width + 1), near)
+        rows = read(lo, hi)
+        if len(rows) >= n or (hi if up else lo) == far:
+            return rows
+        width *= 8

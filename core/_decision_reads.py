@@ -522,16 +522,16 @@ class DecisionReads:
                 f"WITH d ORDER BY d.task_id DESC, d.active_seq DESC LIMIT $n RETURN {_DECISION_FIELDS}",
                 {"tid": tid, "n": VIEW_DECISIONS},
             )
-        width = 4 * VIEW_DECISIONS
-        while True:
-            low = max(0, top - width + 1)
-            found = read_decisions(
+        return c.widening(
+            lambda lo, _hi: read_decisions(  # (nothing is above top)
                 self.store,
                 self.project_id,
                 "MATCH (d:Decision) WHERE d.task_id = $tid AND d.active_seq >= $low "
                 f"WITH d ORDER BY d.active_seq DESC LIMIT $n RETURN {_DECISION_FIELDS}",
-                {"tid": tid, "low": low, "n": VIEW_DECISIONS},
-            )
-            if len(found) == VIEW_DECISIONS or low == 0:
-                return found
-            width *= 8
+                {"tid": tid, "low": lo, "n": VIEW_DECISIONS},
+            ),
+            n=VIEW_DECISIONS,
+            near=top,
+            far=0,
+            width=4 * VIEW_DECISIONS,
+        )

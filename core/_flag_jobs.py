@@ -123,18 +123,18 @@ def _read_batch(
                 {"v": vid, "after": after, "end": end, "n": want},
             )
         else:
-            width = 2 * want
-            while True:
-                top = min(end, after + width)
-                rows = tx.read(
+            rows = c.widening(
+                lambda lo, hi, vid=vid, want=want: tx.read(
                     # no label on d: FalkorDB would scan the label instead of seeking the index
-                    "MATCH (d)-[r:CITES_DOC]->(doc) WHERE r.version_id = $v AND r.pos > $after "
-                    f"AND r.pos <= $top WITH d, r.pos AS pos ORDER BY pos LIMIT $n RETURN pos, {_CITER_FIELDS}",
-                    {"v": vid, "after": after, "top": top, "n": want},
-                )
-                if len(rows) == want or top >= end:
-                    break
-                width *= 8
+                    "MATCH (d)-[r:CITES_DOC]->(doc) WHERE r.version_id = $v AND r.pos >= $lo "
+                    f"AND r.pos <= $hi WITH d, r.pos AS pos ORDER BY pos LIMIT $n RETURN pos, {_CITER_FIELDS}",
+                    {"v": vid, "lo": lo, "hi": hi, "n": want},
+                ),
+                n=want,
+                near=after + 1,
+                far=end,
+                width=2 * want,
+            )
         out += [{**r, "vseq": seq} for r in rows]
     return out
 
