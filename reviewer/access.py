@@ -100,15 +100,15 @@ def projects_for(user: User, store: GraphStore) -> list[str]:
 
 def require_project(user: User, project_id: str) -> GraphStore | None:
     """404 for a project the person may not open (as if it did not exist).
-    The store, when this check asked it (staff: the project must exist),
-    so the page need not ping it."""
+    The store, when this check asked it (staff: the project must exist,
+    unless it was seen a moment ago), so the page need not ping it."""
     if not project_id or len(project_id) > 200 or "\x00" in project_id:
         raise Http404("no such project")
     if is_staff(user):
-        from .store import ask_store
+        from .store import project_exists
 
         # the question is the store's check too: no ping before it
-        store, exists = ask_store(lambda store: store.has_project(project_id))
+        store, exists = project_exists(project_id)
         if not exists:
             raise Http404("no such project")
         return store

@@ -13,7 +13,7 @@ from django.utils.cache import add_never_cache_headers
 from core.stores import GraphStoreError, redact_url
 
 from .context import PROJECT_ATTRIBUTE
-from .store import reset_store
+from .store import SAFE_METHODS, reset_store
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,12 @@ class AppNotFoundMiddleware:
 
 
 class StoreUnavailableMiddleware:
-    """A store failure becomes a 503 page that says so, never a traceback."""
+    """A store failure becomes a 503 page that says so, never a traceback.
+
+    A page that only reads (GET, HEAD) is not preceded by a ping: when its
+    store fails, the store is reopened and the page asked once more, so a
+    handle that died between two pages (the store restarted) costs the
+    person nothing. An action pinged before it began."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -87,8 +92,21 @@ class StoreUnavailableMiddleware:
         if not isinstance(exception, GraphStoreError):
             return None
         log.warning("graph store unavailable: %s", exception)
-        reset_store()  # the next request reconnects
+        reset_store()  # reconnects: for this page's second asking, or the next request
+        match = request.resolver_match
+        if request.method in SAFE_METHODS and match is not None and not getattr(request, _ASKED_AGAIN, False):
+            setattr(request, _ASKED_AGAIN, True)
+            try:
+                return match.func(request, *match.args, **match.kwargs)
+            except GraphStoreError as again:
+                request.__dict__.pop(PROJECT_ATTRIBUTE, None)
+                log.warning("graph store unavailable: %s", again)
+                reset_store()
         return store_unavailable_response(request)
+
+
+#: set on a request once its view was asked a second time
+_ASKED_AGAIN = "_reviewer_store_asked_again"
 
 
 def store_unavailable_response(request: HttpRequest) -> HttpResponse:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -22,6 +23,16 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _store: GraphStore | None = None
+
+#: A project the store was seen to hold is taken as still there for this
+#: many seconds: a staff member's every page asked the store whether its
+#: project exists, a round trip each (a project goes away only when an
+#: operator drops it; its pages then read empty until this runs out).
+PROJECT_KNOWN_S = 30.0
+#: requests that only read: their pages skip the ping, and
+#: ``StoreUnavailableMiddleware`` may ask them twice
+SAFE_METHODS = ("GET", "HEAD")
+_known: dict[str, float] = {}
 
 
 def get_store() -> GraphStore:
@@ -56,8 +67,24 @@ def ask_store(question: Callable[[GraphStore], T]) -> tuple[GraphStore, T]:
         return store, question(store)
 
 
+def project_exists(project_id: str) -> tuple[GraphStore | None, bool]:
+    """Whether the store holds ``project_id``, and the store when it was
+    asked (None when a yes from the last ``PROJECT_KNOWN_S`` seconds was
+    remembered instead). Asking reopens a dead handle, as ``ask_store`` does."""
+    until = _known.get(project_id)
+    if until is not None and until > time.monotonic():
+        return None, True
+    store, exists = ask_store(lambda store: store.has_project(project_id))
+    if exists:
+        if len(_known) >= 10_000:  # ids are checked, but bounded all the same
+            _known.clear()
+        _known[project_id] = time.monotonic() + PROJECT_KNOWN_S
+    return store, exists
+
+
 def reset_store() -> None:
     global _store
+    _known.clear()
     with _lock:
         old, _store = _store, None
     if old is not None:

@@ -19,7 +19,7 @@ from core.review_views import ReviewViews
 
 from .. import access
 from ..context import PROJECT_ATTRIBUTE
-from ..store import check_store
+from ..store import SAFE_METHODS, check_store, get_store
 
 PAGE = 20
 CONFLICT_PAGE = 10  # groups per page: each shows up to 50 decisions side by side
@@ -33,10 +33,17 @@ class Project:
     user: Any
     #: the store as the access check found it answering in this request
     checked: Any = None
+    #: a page that only reads (GET, HEAD) skips the ping: if the process's
+    #: handle has died, its first read fails and the page is asked once
+    #: more on a reopened store (``StoreUnavailableMiddleware``); an action
+    #: pings first, so a dead handle never fails half of it
+    reads_only: bool = False
 
     @cached_property
     def store(self) -> Any:
-        return self.checked or check_store()
+        if self.checked is not None:
+            return self.checked
+        return get_store() if self.reads_only else check_store()
 
     @cached_property
     def agent(self) -> str:
@@ -82,7 +89,7 @@ def _project(request: HttpRequest, project_id: str) -> Project:
     the page context has the project (``reviewer.context``)."""
     checked = access.require_project(request.user, project_id)
     setattr(request, PROJECT_ATTRIBUTE, project_id)
-    return Project(project_id, request.user, checked)
+    return Project(project_id, request.user, checked, reads_only=request.method in SAFE_METHODS)
 
 
 def _param(source: Any, name: str, limit: int = 1000) -> str:

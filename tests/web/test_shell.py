@@ -131,3 +131,68 @@ def test_login_with_a_wrong_password_is_refused_with_a_message(client: Client, m
     response = client.post("/login/", {"username": "ada", "password": "wrong"})
     assert response.status_code == 200
     assert b"Please enter a correct username and password" in response.content
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """The store's ``name`` calls from here on (the real method still runs)."""
+    store, calls = get_store(), []
+    real = getattr(store, name)
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, name, counted)
+    return calls
+
+
+def test_a_page_that_only_reads_asks_the_store_nothing_before_its_reads(
+    client: Client, story: Story, people: dict[str, User], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ping before a reviewer's page, and a staff member's project is
+    asked after once (not on every page): each was a round trip."""
+    overview = reverse("overview", kwargs={"project": story.project})
+    client.force_login(people["reviewer"])
+    pings = _count_calls(monkeypatch, "ping")
+    asked = _count_calls(monkeypatch, "has_project")
+    assert client.get(overview).status_code == 200
+    assert client.get(reverse("queue", kwargs={"project": story.project})).status_code == 200
+    assert pings == [] and asked == []
+    root = User.objects.create_user("root", password="a-long-test-password", is_staff=True)
+    client.force_login(root)
+    for _ in range(3):
+        assert client.get(overview).status_code == 200
+    assert asked == ["has_project"] and pings == []
+    # an action still pings first: a dead handle never fails half of it
+    client.force_login(people["reviewer"])
+    response = client.post(
+        reverse("reject", kwargs={"project": story.project, "decision_id": story.clear}),
+        {"reason": "wrong", "request_id": "shell-reject"},
+    )
+    assert response.status_code in (200, 302) and pings == ["ping"]
+
+
+def test_a_reviewers_page_is_answered_when_the_store_stopped_answering_since_the_last(
+    client: Client, story: Story, people: dict[str, User]
+) -> None:
+    """The page skips the ping: its first read fails on the dead handle,
+    the store is reopened and the page asked once more."""
+    client.force_login(people["reviewer"])
+    queue = reverse("queue", kwargs={"project": story.project})
+    assert client.get(queue).status_code == 200
+    get_store().close()  # the embedded server stops with the process's handle
+    response = client.get(queue)
+    assert response.status_code == 200, response.status_code
+    assert story.changed in response.content.decode()
+
+
+@override_settings(REVIEWER_STORE_URL="falkordb://svc:pw-not-shown@127.0.0.1:1")
+def test_a_page_whose_store_stays_down_is_the_503_page_after_one_more_try(client: Client, member: User) -> None:
+    """A project page's reads fail twice (no ping before them): the person
+    sees the clear page, not a traceback."""
+    from reviewer.access import grant
+
+    grant(member, "some-project", "reviewer")
+    client.force_login(member)
+    response = client.get(reverse("overview", kwargs={"project": "some-project"}))
+    assert response.status_code == 503 and "graph store is not answering" in response.content.decode()
