@@ -415,6 +415,55 @@ def cause_sizes(store: Any, project_id: str, causes: list[str]) -> dict[str, int
     return {r["cause"]: int(r["n"] or 0) for r in rows}
 
 
+#: The review queue's kept counters as ``review_counts`` returns them, in Cypher.
+_QUEUE_COUNTS = (
+    "q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, "
+    "q.conflicts AS conflicts, q.causes_counted AS causes_counted"
+)
+
+
+def _queue_counts(row: dict[str, Any]) -> dict[str, int] | None:
+    if any(row[k] is None for k in (*COUNTERS, "conflicts")):
+        return None
+    return {k: int(row[k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
+
+
+def counts_and_sizes(store: Any, project_id: str, causes: list[str]) -> tuple[dict[str, int], dict[str, int]] | None:
+    """The queue's kept counters and how many decisions each of ``causes``
+    holds, in one round trip (a page of the queue shows both); None when
+    either was never counted (ask ``review_counts`` and ``cause_sizes``,
+    which count first)."""
+    rows = store.read(
+        project_id,
+        f"MATCH (q:ReviewQueue {{id: $qid}}) WITH q UNWIND $causes AS cause "
+        f"OPTIONAL MATCH (k:QueueCause {{id: {_CAUSE_ID}}}) RETURN {_QUEUE_COUNTS}, cause, k.n AS n",
+        # one row at least, for the counters: a null cause matches no group
+        {"qid": queue_node_id(project_id), "causes": list(causes) or [None], "p": project_id, "sep": _SEP},
+    )
+    counts = _queue_counts(rows[0]) if rows else None
+    if counts is None or (causes and rows[0]["causes_counted"] is not True):
+        return None
+    return counts, {r["cause"]: int(r["n"] or 0) for r in rows if r["cause"] is not None}
+
+
+def counts_and_top_causes(
+    store: Any, project_id: str, limit: int
+) -> tuple[dict[str, int], list[tuple[str, int]]] | None:
+    """The queue's kept counters and its ``limit`` largest root causes (as
+    ``top_causes``), in one round trip (what an overview shows); None when
+    either was never counted."""
+    rows = store.read(
+        project_id,
+        f"MATCH (q:ReviewQueue {{id: $qid}}) OPTIONAL MATCH (k:QueueCause) WHERE k.project_id = $p AND k.n > 0 "
+        f"WITH q, k ORDER BY k.n DESC, k.cause LIMIT $n RETURN {_QUEUE_COUNTS}, k.cause AS cause, k.n AS n",
+        {"qid": queue_node_id(project_id), "p": project_id, "n": limit},
+    )
+    counts = _queue_counts(rows[0]) if rows else None
+    if counts is None or rows[0]["causes_counted"] is not True:
+        return None
+    return counts, [(r["cause"], int(r["n"])) for r in rows if r["cause"] is not None]
+
+
 def top_causes(store: Any, project_id: str, limit: int) -> list[tuple[str, int]]:
     """The root causes of the queue with how many decisions each holds, most
     first: kept counts (counted first where never counted)."""

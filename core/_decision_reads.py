@@ -135,10 +135,18 @@ class DecisionReads:
         state: ReviewState | str | None = None,
         root_cause: str | None = None,
         queue_size: int | None = None,
+        causes: dict[str, str] | None = None,
+        count_after: bool = False,
     ) -> DecisionReviewList:
         """``list_decisions_for_review``; ``queue_size``: the kept count of
         the whole queue when the caller has just read it (a page that shows
-        the counters too), which saves reading it again."""
+        the counters too), which saves reading it again; ``causes``: filled
+        with each listed decision's root cause ("" for none), by id.
+        ``count_after``: the caller reads the kept counters after the page
+        (with its groups' sizes, in one round trip): on Neo4j, whose page of
+        the whole queue needs no count, it is read without one, and ``count``
+        and ``truncated`` say only what the page holds until the caller sets
+        them."""
         task_name = c.optional_text(task_name, "task_name")
         limit = c.clamp(limit, REVIEW_MAX, REVIEW_MAX)
         offset = max(0, c.integer(offset, "offset"))
@@ -164,6 +172,9 @@ class DecisionReads:
         whole_queue = len(where) == base
         task_only = task_name is not None and len(where) == base + 1
         kept: int | None = None
+        if whole_queue and count_after and queue_size is None and not self.store.graph_per_project:
+            decisions = self._queue_page(where[1:], params, 0, scope="", causes=causes)
+            return DecisionReviewList(decisions=decisions, count=offset + len(decisions))
         if whole_queue:
             kept = queue_size if queue_size is not None else _counters.open_count(self.store, self.project_id)
         elif task_only:
@@ -178,10 +189,18 @@ class DecisionReads:
         if not count or offset >= count:
             return DecisionReviewList(count=count)
         scope = "" if whole_queue else params["tid"] if task_only else None
-        decisions = self._queue_page(where[1:], params, count, scope=scope)
+        decisions = self._queue_page(where[1:], params, count, scope=scope, causes=causes)
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
 
-    def _queue_page(self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None) -> list[Decision]:
+    def _queue_page(
+        self,
+        where: list[str],
+        params: dict[str, Any],
+        count: int,
+        *,
+        scope: str | None,
+        causes: dict[str, str] | None = None,
+    ) -> list[Decision]:
         """One page of the queue in ``queue_pos`` order.
 
         On Neo4j, one read in the order of the position index. On FalkorDB
@@ -193,8 +212,18 @@ class DecisionReads:
         a queue of one task (``scope``: "" for the whole queue, a task id, or
         None for other filters, which start from the whole queue's head), and
         checked with a count of the empty range below it: positions only
-        grow, and a decision leaving the queue only moves the head up."""
-        order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}"
+        grow, and a decision leaving the queue only moves the head up.
+        ``causes`` (when given) is filled with each decision's root cause."""
+        rows = self._queue_rows(where, params, count, scope=scope)
+        if causes is not None:
+            causes.update((r["id"], r["cause"]) for r in rows)
+        return [_decision(r) for r in rows]
+
+    def _queue_rows(
+        self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None
+    ) -> list[dict[str, Any]]:
+        fields = f"{_DECISION_FIELDS}, coalesce(d.root_cause, '') AS cause"
+        order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {fields}"
         filters = "".join(f" AND {w}" for w in where)
         if not self.store.graph_per_project:
             # Neo4j walks the project's (or the task's) part of a composite
@@ -202,11 +231,9 @@ class DecisionReads:
             # index's leading property too: the page reads its own rows and
             # those it skips, however long the queue (no head, no ranges)
             match, ordered = in_queue_order("task_id" if "tid" in params else "project_id")
-            return read_decisions(
-                self.store,
+            return self.store.read(
                 self.project_id,
-                f"{match} d.review_open = true{filters} "
-                f"WITH d ORDER BY {ordered} SKIP $skip LIMIT $n RETURN {_DECISION_FIELDS}",
+                f"{match} d.review_open = true{filters} WITH d ORDER BY {ordered} SKIP $skip LIMIT $n RETURN {fields}",
                 params,
             )
         if count > QUEUE_SORT_LIMIT:
@@ -246,13 +273,10 @@ class DecisionReads:
                         heads.clear()  # a hint: forgetting costs one scan each
                     heads[key] = rows[0]["pos"]  # the head of this queue
                 if len(rows) == params["n"] or head + width >= end:
-                    return [_decision(r) for r in rows]
+                    return rows
                 width *= 64
-        return read_decisions(
-            self.store,
-            self.project_id,
-            f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}",
-            params,
+        return self.store.read(
+            self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params
         )
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
@@ -260,6 +284,9 @@ class DecisionReads:
         causes of ``review_root_causes``, the causes in one pass over the
         review queue."""
         causes = c.clamp(causes, 50, 200, "causes")
+        both = _counters.counts_and_top_causes(self.store, self.project_id, causes)
+        if both is not None:  # both kept: one round trip
+            return both
         return self.review_counts(), self._open_causes(causes)
 
     def _open_causes(self, limit: int) -> list[tuple[str, int]]:

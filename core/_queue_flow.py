@@ -81,6 +81,8 @@ class QueuePage(_View):
     page: int
     pages: int
     counts: dict[str, int]
+    #: how many open decisions each of the page's root causes holds now
+    sizes: dict[str, int] = {}
 
 
 class _Memo:
@@ -348,6 +350,7 @@ class QueueFlowViews:
             page=page,
             pages=max(1, -(-count // page_size)),
             counts=self.traces.review_counts(),
+            sizes=self.group_sizes([cause for cause, _ in groups]),
         )
 
     def _count(self, where: str, params: dict[str, Any]) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from . import _citations
+from . import _citations, _counters
 from . import _common as c
 from ._causes import describe_cause
 from ._evidence import chunk_range, decode_evidence_id, encode_span, version_id
@@ -261,17 +261,24 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         if state not in (None, ReviewState.needs_review.value, ReviewState.unknown.value):
             state = None
         page = max(1, page)
-        counts = self.traces.review_counts()
+        # the whole queue on Neo4j: the page first (it needs no count), then
+        # the counters with the page's group sizes in one round trip; else
+        # the counters first (the page's count), the sizes after
+        later = not (task or reason or state or cause) and not self.store.graph_per_project
+        counts = None if later else self.traces.review_counts()
+        causes: dict[str, str] = {}
+        offset = (page - 1) * page_size
         result = self.traces._review_list(
             task,
             limit=page_size,
-            offset=(page - 1) * page_size,
+            offset=offset,
             reason=reason,
             state=state,
             root_cause=cause,
-            queue_size=counts["needs_review"] + counts["unknown"],
+            queue_size=None if counts is None else counts["needs_review"] + counts["unknown"],
+            causes=causes,
+            count_after=later,
         )
-        causes = self.root_causes(result.decisions)
         groups: list[tuple[str, list[Decision]]] = []
         for d in result.decisions:
             key = causes.get(str(d.id), "")
@@ -279,6 +286,16 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
                 groups[-1][1].append(d)
             else:
                 groups.append((key, [d]))
+        keys = list(dict.fromkeys(key for key, _ in groups))
+        both = _counters.counts_and_sizes(self.store, self.project_id, keys) if counts is None else None
+        if both is not None:
+            counts, sizes = both
+        else:
+            counts = counts if counts is not None else self.traces.review_counts()
+            sizes = self.group_sizes(keys)
+        if later:
+            size = counts["needs_review"] + counts["unknown"]
+            result = result.model_copy(update={"count": size, "truncated": offset + len(result.decisions) < size})
         filters = {k: v for k, v in (("task", task), ("reason", reason), ("state", state), ("cause", cause)) if v}
         return QueuePage(
             result=result,
@@ -287,6 +304,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             page=page,
             pages=max(1, -(-result.count // page_size)),
             counts=counts,
+            sizes=sizes,
         )
 
     def root_causes(self, decisions: list[Decision]) -> dict[str, str]:

@@ -62,8 +62,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
     }
     # the task filter matches like the Tasks page: name contains, any case
     q = p.views.queue_page_matching(task=task, **filters) if task else p.views.queue_page(**filters)
-    causes = [key for key, _ in q.groups]
-    labels, sizes = p.views.cause_labels(causes), p.views.group_sizes(causes)
+    labels, sizes = p.views.cause_labels([key for key, _ in q.groups]), q.sizes
     return render(
         request,
         "reviewer/queue.html",

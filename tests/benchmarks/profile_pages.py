@@ -4,6 +4,7 @@ building, template rendering and the rest, then a cProfile of the same page.
 
     .venv/bin/python -m tests.benchmarks.profile_pages [--backends falkordb,neo4j] [--decisions 100000]
         [--page queue --page document ...] [--requests 40] [--top 15] [--data DIR | --keep DIR]
+        [--neo4j-pagecache 2g --neo4j-heap 4g]
 
 Each request's wall time is split by what was running, innermost first (a
 store read made while a template renders counts as a round trip, not as
@@ -416,6 +417,8 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, help="profile the kept stores of tests.benchmarks.pages --keep DIR (both backends)"
     )
+    parser.add_argument("--neo4j-pagecache", default="256m", help="the Neo4j test server's page cache")
+    parser.add_argument("--neo4j-heap", default="1g", help="the Neo4j test server's JVM heap")
     args = parser.parse_args()
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.DEBUG = False
@@ -423,7 +426,9 @@ def main() -> None:
     for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
         if args.keep:
             spot = json.loads((args.keep / backend / "bench.json").read_text())
-            for title, store, _url in each_store(backend, keep=str(args.keep)):
+            for title, store, _url in each_store(
+                backend, keep=str(args.keep), neo4j_pagecache=args.neo4j_pagecache, neo4j_heap=args.neo4j_heap
+            ):
                 run_kept(f"{title} (kept)", store, spot, args.page, args.requests, args.top)
             continue
         if backend == "falkordb" and args.data:

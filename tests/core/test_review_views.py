@@ -138,6 +138,41 @@ def test_the_queue_page_groups_by_root_cause_and_ignores_unknown_filters(world: 
     assert (one.page, one.pages, one.filters, len(one.result.decisions)) == (2, 2, {"cause": "document:adr:2"}, 1)
 
 
+def test_a_page_of_the_queue_reads_its_counters_and_group_sizes_with_its_page(world: World) -> None:
+    """The whole queue's page: its decisions, the counters and each group's
+    size, as the separate reads give them, in at most three round trips (two
+    on Neo4j, whose page needs no count first); and past its end, empty with
+    the queue's count."""
+    from .test_query_plans import Recording
+
+    world.record("pick-db", "a", "Postgres")
+    b = world.record("billing", "b", "Postgres too").decision
+    world.graph.update("adr", "Preface.\n\n" + ADR)
+    world.record("billing", "c", "Kafka", supports=[dep(b)])
+    views(world).queue_page(page_size=1)  # a queue never counted is counted first (kept from then on)
+    recording = Recording(world.store)
+    page = ReviewViews(recording, project_id=world.project_id, agent_id="r").queue_page(page_size=1)  # type: ignore[arg-type]
+    assert len(recording.reads) <= (2 if world.store.backend == "neo4j" else 3)
+    v = views(world)
+    assert page.counts == v.traces.review_counts()
+    assert (page.result.count, page.pages, page.result.truncated) == (
+        page.counts["needs_review"] + page.counts["unknown"],
+        page.result.count,
+        True,
+    )
+    [(cause, [first])] = page.groups
+    assert page.sizes == v.group_sizes([cause]) and page.sizes[cause] >= 1
+    assert v.root_causes([first]) == {str(first.id): cause}
+    beyond = v.queue_page(page=50, page_size=1)
+    assert (beyond.result.decisions, beyond.result.count, beyond.result.truncated) == ([], page.result.count, False)
+    assert beyond.groups == [] and beyond.sizes == {}
+    # the overview's counters and largest causes, one round trip, as the separate reads give them
+    recording.reads.clear()
+    summary = ReviewViews(recording, project_id=world.project_id, agent_id="r").traces.review_summary(causes=10)  # type: ignore[arg-type]
+    assert len(recording.reads) == 1
+    assert summary == (v.traces.review_counts(), v.traces.review_root_causes(limit=10))
+
+
 def test_the_document_page_lists_who_cites_each_version(world: World) -> None:
     d = world.record("pick-db", "db", "Postgres").decision
     assert views(world).document_page("nope") is None and views(world).document_page("") is None
