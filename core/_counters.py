@@ -428,22 +428,35 @@ def _queue_counts(row: dict[str, Any]) -> dict[str, int] | None:
     return {k: int(row[k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
 
 
-def counts_and_sizes(store: Any, project_id: str, causes: list[str]) -> tuple[dict[str, int], dict[str, int]] | None:
-    """The queue's kept counters and how many decisions each of ``causes``
-    holds, in one round trip (a page of the queue shows both); None when
-    either was never counted (ask ``review_counts`` and ``cause_sizes``,
-    which count first)."""
+def counts_and_sizes(
+    store: Any, project_id: str, causes: list[str], tid: str | None = None
+) -> tuple[dict[str, int], dict[str, int], int | None] | None:
+    """The queue's kept counters, how many decisions each of ``causes``
+    holds, and (with ``tid``) how many of them the task holds, in one round
+    trip (a page of the queue shows them all); None when any of them was
+    never counted (ask ``review_counts``, ``cause_sizes`` and
+    ``task_state``, which count first)."""
     rows = store.read(
         project_id,
-        f"MATCH (q:ReviewQueue {{id: $qid}}) WITH q UNWIND $causes AS cause "
-        f"OPTIONAL MATCH (k:QueueCause {{id: {_CAUSE_ID}}}) RETURN {_QUEUE_COUNTS}, cause, k.n AS n",
+        "MATCH (q:ReviewQueue {id: $qid}) OPTIONAL MATCH (t:TaskDecisions {id: $tid}) "
+        f"WITH q, t UNWIND $causes AS cause OPTIONAL MATCH (k:QueueCause {{id: {_CAUSE_ID}}}) "
+        f"RETURN {_QUEUE_COUNTS}, t.open AS task_open, cause, k.n AS n",
         # one row at least, for the counters: a null cause matches no group
-        {"qid": queue_node_id(project_id), "causes": list(causes) or [None], "p": project_id, "sep": _SEP},
+        {
+            "qid": queue_node_id(project_id),
+            "tid": tid,
+            "causes": list(causes) or [None],
+            "p": project_id,
+            "sep": _SEP,
+        },
     )
     counts = _queue_counts(rows[0]) if rows else None
     if counts is None or (causes and rows[0]["causes_counted"] is not True):
         return None
-    return counts, {r["cause"]: int(r["n"] or 0) for r in rows if r["cause"] is not None}
+    if tid is not None and rows[0]["task_open"] is None:
+        return None
+    sizes = {r["cause"]: int(r["n"] or 0) for r in rows if r["cause"] is not None}
+    return counts, sizes, None if tid is None else int(rows[0]["task_open"])
 
 
 def counts_and_top_causes(

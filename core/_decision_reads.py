@@ -144,9 +144,9 @@ class DecisionReads:
         with each listed decision's root cause ("" for none), by id.
         ``count_after``: the caller reads the kept counters after the page
         (with its groups' sizes, in one round trip): on Neo4j, whose page of
-        the whole queue needs no count, it is read without one, and ``count``
-        and ``truncated`` say only what the page holds until the caller sets
-        them."""
+        the whole queue (or of one task's) needs no count, it is read
+        without one, and ``count`` and ``truncated`` say only what the page
+        holds until the caller sets them."""
         task_name = c.optional_text(task_name, "task_name")
         limit = c.clamp(limit, REVIEW_MAX, REVIEW_MAX)
         offset = max(0, c.integer(offset, "offset"))
@@ -172,8 +172,8 @@ class DecisionReads:
         whole_queue = len(where) == base
         task_only = task_name is not None and len(where) == base + 1
         kept: int | None = None
-        if whole_queue and count_after and queue_size is None and not self.store.graph_per_project:
-            decisions = self._queue_page(where[1:], params, 0, scope="", causes=causes)
+        if (whole_queue or task_only) and count_after and queue_size is None and not self.store.graph_per_project:
+            decisions = self._queue_page(where[1:], params, 0, scope=None, causes=causes)
             return DecisionReviewList(decisions=decisions, count=offset + len(decisions))
         if whole_queue:
             kept = queue_size if queue_size is not None else _counters.open_count(self.store, self.project_id)

@@ -261,10 +261,11 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         if state not in (None, ReviewState.needs_review.value, ReviewState.unknown.value):
             state = None
         page = max(1, page)
-        # the whole queue on Neo4j: the page first (it needs no count), then
-        # the counters with the page's group sizes in one round trip; else
-        # the counters first (the page's count), the sizes after
-        later = not (task or reason or state or cause) and not self.store.graph_per_project
+        # the whole queue, or one task's, on Neo4j: the page first (it needs
+        # no count), then the counters with the page's group sizes (and the
+        # task's count) in one round trip; else the counters first (the
+        # page's count), the sizes after
+        later = not (reason or state or cause) and not self.store.graph_per_project
         counts = None if later else self.traces.review_counts()
         causes: dict[str, str] = {}
         offset = (page - 1) * page_size
@@ -287,14 +288,16 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             else:
                 groups.append((key, [d]))
         keys = list(dict.fromkeys(key for key, _ in groups))
-        both = _counters.counts_and_sizes(self.store, self.project_id, keys) if counts is None else None
-        if both is not None:
-            counts, sizes = both
+        tid = c.task_id(self.project_id, task) if task else None
+        kept = _counters.counts_and_sizes(self.store, self.project_id, keys, tid) if counts is None else None
+        if kept is not None:
+            counts, sizes, task_open = kept
         else:
             counts = counts if counts is not None else self.traces.review_counts()
             sizes = self.group_sizes(keys)
+            task_open = _counters.task_state(self.store, self.project_id, tid)["open"] if later and tid else None
         if later:
-            size = counts["needs_review"] + counts["unknown"]
+            size = task_open if task_open is not None else counts["needs_review"] + counts["unknown"]
             result = result.model_copy(update={"count": size, "truncated": offset + len(result.decisions) < size})
         filters = {k: v for k, v in (("task", task), ("reason", reason), ("state", state), ("cause", cause)) if v}
         return QueuePage(
