@@ -2,8 +2,8 @@
 works through a root-cause group: why reaffirming cannot succeed now, who
 settled a decision first, a group's preview, where "and next" lands, the
 progress line, group sizes, the queue filtered by a task name that contains
-some text, how a root cause and an activity entry read, and what a redaction
-will flag. ``ReviewViews`` inherits it.
+some text, how a root cause reads, and what a redaction will flag.
+``ReviewViews`` inherits it.
 """
 
 from __future__ import annotations
@@ -408,24 +408,6 @@ class QueueFlowViews:
                 by = f" by {r['by']}" if r["by"] else ""
                 labels[events[r["id"]]] = f"Event #{r['seq']}{task} redacted{by}"
         return labels
-
-    def activity_targets(self, entries: list[Any]) -> dict[str, str]:
-        """Which decision each activity entry's link opens, by entry id: a
-        supersede entry ("X: revision 2") opens the revision it recorded, not
-        the one it replaced."""
-        olds = [e.target_id for e in entries if e.target_kind == "decision" and e.action == "supersede"]
-        links = {e.id: e.target_id for e in entries if e.target_kind == "decision"}
-        if olds:
-            rows = self.store.read(
-                self.project_id,
-                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.superseded_by AS new",
-                {"ids": olds},
-            )
-            new = {r["id"]: r["new"] for r in rows if r["new"]}
-            for e in entries:
-                if e.action == "supersede" and e.target_id in new:
-                    links[e.id] = new[e.target_id]
-        return links
 
     def redaction_flags(self, event_id: str) -> list[Decision]:
         """The decisions a redaction of ``event_id`` would flag: the active

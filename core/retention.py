@@ -326,23 +326,45 @@ class ActivityLog:
     def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
         """Newest first. ``before``: ``cursor(last entry)`` of the previous
         page (an ISO time alone is taken too: the entries before that time)."""
+        return [ActivityEntry.model_validate(r) for r in self._rows(before, limit, action)]
+
+    def list_with_links(
+        self, *, before: str | None = None, limit: int = 50, action: str | None = None
+    ) -> tuple[list[ActivityEntry], dict[str, str]]:
+        """``list``, with the decision each entry's link opens, by entry id,
+        read with it: a supersede entry ("X: revision 2") opens the revision
+        it recorded, not the one it replaced."""
+        rows = self._rows(
+            before,
+            limit,
+            action,
+            # a supersede entry's old revision names the new one
+            "OPTIONAL MATCH (o:Decision {id: CASE WHEN a.action = 'supersede' THEN a.target_id END}) ",
+            ", o.superseded_by AS opens",
+        )
+        entries = [ActivityEntry.model_validate({k: v for k, v in r.items() if k != "opens"}) for r in rows]
+        links = {r["id"]: r["opens"] or r["target_id"] for r in rows if r["target_kind"] == "decision"}
+        return entries, links
+
+    def _rows(
+        self, before: str | None, limit: int, action: str | None, join: str = "", more: str = ""
+    ) -> list[dict[str, Any]]:
         before = c.optional_text(before, "before")
         action = c.optional_text(action, "action")
         limit = c.clamp(limit, 50, 200)
         at, _, after_id = (before or "").partition("|")
-        rows = self.store.read(
+        return self.store.read(
             self.project_id,
             "MATCH (a:Activity) WHERE a.project_id = $p "
             "AND ($at IS NULL OR a.at < $at OR (a.at = $at AND $id IS NOT NULL AND a.id > $id)) "
             "AND ($action IS NULL OR a.action = $action) "
-            "WITH a ORDER BY a.at DESC, a.id LIMIT $n "
+            f"WITH a ORDER BY a.at DESC, a.id LIMIT $n {join}"
             "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.actor_kind AS actor_kind, a.action AS action, "
             "a.target_kind AS target_kind, "
             "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
-            "a.purge AS disk_purge, a.purged_at AS disk_purged_at",
+            f"a.purge AS disk_purge, a.purged_at AS disk_purged_at{more}",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
-        return [ActivityEntry.model_validate(r) for r in rows]
 
     def every(self, *, action: str | None = None) -> Iterator[ActivityEntry]:
         """Every entry (of ``action``), newest first, read a page at a time."""

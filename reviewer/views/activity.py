@@ -19,10 +19,10 @@ from .base import _param, _project
 def activity(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     before = _param(request.GET, "before", 100) or None
-    entries = p.activity.list(before=before, limit=50)
+    entries, links = p.activity.list_with_links(before=before, limit=50)
     next_url = "?" + urlencode({"before": ActivityLog.cursor(entries[-1])}) if len(entries) == 50 else None
     return render(
         request,
         "reviewer/activity.html",
-        {"entries": entries, "next_url": next_url, "links": p.views.activity_targets(entries)},
+        {"entries": entries, "next_url": next_url, "links": links},
     )

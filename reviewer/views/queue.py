@@ -31,7 +31,7 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     counts, causes = p.traces.review_summary(causes=10)
     labels = p.views.cause_labels([c for c, _ in causes])
-    recent = p.activity.list(limit=10)
+    recent, links = p.activity.list_with_links(limit=10)
     return render(
         request,
         "reviewer/overview.html",
@@ -40,7 +40,7 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
             "open_tasks": p.history.count_tasks("open"),
             "causes": [(c, labels[c], n) for c, n in causes],
             "recent": recent,
-            "links": p.views.activity_targets(recent),
+            "links": links,
         },
     )
 

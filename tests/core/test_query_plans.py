@@ -127,6 +127,7 @@ def test_the_review_pages_reads_use_indexes_and_index_order_on_neo4j(neo4j_store
     key order) walks an index in its order, reading what it returns (and
     skips), not sorting what matched: no ``Sort`` or ``Top`` over the queue
     or the conflicts, which grow with the data."""
+    from core.retention import ActivityLog
     from core.review_views import ReviewViews
 
     recording = Recording(neo4j_store)
@@ -148,6 +149,7 @@ def test_the_review_pages_reads_use_indexes_and_index_order_on_neo4j(neo4j_store
         "group sizes": lambda: views.group_sizes([cause, ""]),
         "actions": lambda: views.review_actions_many(first),
         "overview": lambda: views.traces.review_summary(causes=10),
+        "activity": lambda: ActivityLog(recording, project_id=project).list_with_links(limit=10),  # type: ignore[arg-type]
         "document page": lambda: views.document_page("policy"),
         "conflicts page": lambda: views.traces.list_conflicts(),
         "conflicts page 2": lambda: views.traces.list_conflicts(after_key="choice-1"),

@@ -111,3 +111,23 @@ def test_activity_pages_neither_skip_nor_repeat_entries_written_in_one_instant(w
         before = ActivityLog.cursor(page[-1])
     assert sorted(seen) == [f"e{n}" for n in range(7)]
     assert log.list(before=at) == []  # a time alone: the entries before it
+
+
+def test_the_activity_log_says_which_decision_each_entry_opens_in_the_same_read(world: World) -> None:
+    """A supersede entry opens the revision it recorded, a reject entry the
+    decision it rejected; an entry of an event opens no decision."""
+    base = world.record("pick-db", "base", "Orders stay").decision
+    old = world.record("pick-db", "db", "Postgres").decision
+    gone = world.record("billing", "queue", "Kafka").decision
+    new = world.traces.supersede_decision(
+        str(old.id), conclusion="MySQL", rationale="cost", explanation="cheaper", supports=[dep(base)]
+    ).decision
+    world.traces.reject_decision(str(gone.id), reason="wrong")
+    assert world.retention.redact_event(event(world, "pick-db", 1), reason="pii").recorded
+    log = ActivityLog(world.store, project_id=world.project_id)
+    entries, links = log.list_with_links(limit=10)
+    assert [e.model_dump() for e in entries] == [e.model_dump() for e in log.list(limit=10)]
+    by_action = {e.action: e for e in entries}
+    assert by_action["supersede"].target_id == str(old.id) and links[by_action["supersede"].id] == str(new.id)
+    assert links[by_action["reject"].id] == str(gone.id)
+    assert by_action["redact"].id not in links
