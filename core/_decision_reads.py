@@ -274,10 +274,29 @@ class DecisionReads:
                     heads[key] = rows[0]["pos"]  # the head of this queue
                 if len(rows) == params["n"] or head + width >= end:
                     return rows
-                width *= 64
+                width = self._wider(width, rows, head, filters, params)
         return self.store.read(
             self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params
         )
+
+    def _wider(self, width: int, rows: list[Any], head: int, filters: str, params: dict[str, Any]) -> int:
+        """The next range of the queue's positions to read when ``[head,
+        head + width)`` held too few for the page: as wide as the density
+        found says the page needs, with a margin, where sixty-four times
+        wider could sort a thousand times the page (a bulk load gives
+        consecutive positions; settling makes them sparse). The count of
+        the range is read only when the page's rows all lay beyond it."""
+        need = params["skip"] + params["n"]
+        held = params["skip"] + len(rows) if rows else 0
+        if not rows and params["skip"]:
+            held = self.store.read(
+                self.project_id,
+                f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} RETURN count(d) AS n",
+                {**params, "lo": head, "top": head + width},
+            )[0]["n"]
+        if not held:
+            return width * 64  # an empty range: positions far apart
+        return width * max(2, min(64, -(-need * 3 // (held * 2))))
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
         """For an overview: the counts of ``review_counts`` and the root

@@ -866,3 +866,40 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
     world.graph.delete("adr")
     check("document deleted")
     assert leaves  # (deleted with their task)
+
+
+def test_every_page_of_a_sparse_queue_is_exact(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue whose positions are dense in places (one change flagged many
+    at once), thinned (every other one settled) and far apart in others
+    (flagged one change at a time): each page read through the position
+    ranges is the slice of the whole queue sorted."""
+    import time
+
+    import core._decision_reads
+
+    world.graph.add("bulk", "bulk text")
+    cite, _ = world.cite("bulk", "bulk")
+    made = world.traces.load_decisions(
+        [
+            {"task_name": "pick-db", "choice_key": f"k{i:02d}", "conclusion": "c", "rationale": "r", "supports": [cite]}
+            for i in range(30)
+        ]
+    )
+    for i in range(5):
+        world.graph.add(f"doc{i}", f"text {i}")
+        one, got = world.cite(f"doc{i}", "text")
+        assert world.record("billing", f"one{i}", "c", supports=[one], fetched=[got]).recorded
+    world.graph.update("bulk", "bulk changed")
+    for d in made[::2]:
+        assert world.traces.reject_decision(str(d.id), reason="thinned").recorded
+    for i in range(5):
+        time.sleep(0.003)  # positions a few milliseconds apart: millions of positions between them
+        world.graph.update(f"doc{i}", f"changed {i}")
+    monkeypatch.setattr(core._decision_reads, "QUEUE_SORT_LIMIT", 10_000)
+    whole = [d.choice_key for d in world.traces.list_decisions_for_review(limit=100).decisions]
+    assert len(whole) == 20 and whole[-5:] == [f"one{i}" for i in range(5)]
+    monkeypatch.setattr(core._decision_reads, "QUEUE_SORT_LIMIT", 0)
+    for size in (3, 7):
+        for offset in range(0, 21, size):
+            page = world.traces.list_decisions_for_review(limit=size, offset=offset)
+            assert [d.choice_key for d in page.decisions] == whole[offset : offset + size], (size, offset)
