@@ -11,6 +11,7 @@ switches) are retried by the driver.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -84,6 +85,30 @@ class _Neo4jTx(Tx):
                 f"MERGE (n:{label} {{id: $id}}) ON CREATE SET n.project_id = $p SET n._lock = true REMOVE n._lock",
                 {"id": node_id, "p": project_id},
             ).consume()
+
+
+_PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+#: a write that returns rows, or holds a subquery or a union, is sent alone
+_NOT_A_UNIT = re.compile(r"\b(RETURN|CALL|UNION)\b")
+
+
+def _as_one(writes: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """A unit's writes as one statement where Cypher allows it: each in a
+    unit subquery (``CALL { ... }``, run in order, each seeing what the
+    ones before it wrote), its parameters renamed apart. Each statement is
+    a round trip, and a review action writes a dozen; FalkorDB sends a
+    unit's writes together anyway (MULTI ... EXEC). The ``UNWIND`` first
+    keeps a write that starts with ``WITH $x AS x`` from reading as a
+    subquery's importing ``WITH``."""
+    if len(writes) < 2 or any(_NOT_A_UNIT.search(query) for query, _ in writes):
+        return writes
+    parts: list[str] = []
+    params: dict[str, Any] = {}
+    for i, (query, own) in enumerate(writes):
+        renamed = _PARAMETER.sub(f"$w{i}_" + r"\1", query)
+        parts.append(f"CALL {{ UNWIND [0] AS _w{i} {renamed} }}")
+        params.update({f"w{i}_{name}": value for name, value in own.items()})
+    return [(" ".join(parts), params)]
 
 
 def _plain_row(record: Any) -> Row:
@@ -196,7 +221,7 @@ class Neo4jStore(GraphStore):
         def run(tx: Any) -> T:
             unit = _Neo4jTx(tx)
             result = work(unit)
-            for query, params in unit.writes:
+            for query, params in _as_one(unit.writes):
                 tx.run(query, params).consume()
             return result
 
