@@ -90,6 +90,34 @@ def test_a_project_holding_only_documents_is_a_project(store: GraphStore, projec
     assert project_id in store.list_projects() and store.has_project(project_id)
 
 
+def test_a_units_writes_each_see_the_values_the_ones_before_wrote(store: GraphStore, items: str) -> None:
+    """Writes that share parameter names with other values, start with
+    ``WITH``, read what an earlier write set, or look for what an earlier
+    one deleted (Neo4j sends a unit's writes as one statement)."""
+
+    def work(tx: Tx) -> None:
+        tx.write("CREATE (:Item {project_id: $p, id: $id, n: $n})", {"p": items, "id": "a", "n": 1})
+        tx.write("CREATE (:Item {project_id: $p, id: $id, n: $n})", {"p": items, "id": "gone", "n": 5})
+        tx.write(
+            "WITH $by AS by MATCH (t:Item {project_id: $p, id: $id}) SET t.n = t.n + by",
+            {"p": items, "id": "a", "by": 2},
+        )
+        tx.write("MATCH (t:Item {project_id: $p, id: $id}) DETACH DELETE t", {"p": items, "id": "gone"})
+        tx.write(
+            "MATCH (t:Item {project_id: $p, id: $id}) OPTIONAL MATCH (g:Item {project_id: $p, id: 'gone'}) "
+            "CREATE (:Item {project_id: $p, id: $id + '-copy', n: t.n * 10, saw_gone: g IS NOT NULL})",
+            {"p": items, "id": "a"},
+        )
+
+    store.transact(items, work)
+    rows = store.read(
+        items,
+        "MATCH (t:Item {project_id: $p}) RETURN t.id AS id, t.n AS n, t.saw_gone AS saw ORDER BY id",
+        {"p": items},
+    )
+    assert rows == [{"id": "a", "n": 3, "saw": None}, {"id": "a-copy", "n": 30, "saw": False}]
+
+
 def test_unit_whose_later_write_fails_applies_nothing(store: GraphStore, items: str) -> None:
     store.write(items, "CREATE (:Item {project_id: $p, id: 'taken'})", {"p": items})
 
