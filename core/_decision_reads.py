@@ -135,10 +135,12 @@ class DecisionReads:
         state: ReviewState | str | None = None,
         root_cause: str | None = None,
         queue_size: int | None = None,
+        task_open: int | None = None,
     ) -> DecisionReviewList:
         """``list_decisions_for_review``; ``queue_size``: the kept count of
         the whole queue when the caller has just read it (a page that shows
-        the counters too), which saves reading it again."""
+        the counters too), which saves reading it again; ``task_open``: the
+        same for the task's part of the queue (its kept ``open``)."""
         task_name = c.optional_text(task_name, "task_name")
         limit = c.clamp(limit, REVIEW_MAX, REVIEW_MAX)
         offset = max(0, c.integer(offset, "offset"))
@@ -167,7 +169,11 @@ class DecisionReads:
         if whole_queue:
             kept = queue_size if queue_size is not None else _counters.open_count(self.store, self.project_id)
         elif task_only:
-            kept = _counters.task_state(self.store, self.project_id, params["tid"])["open"]
+            kept = (
+                task_open
+                if task_open is not None
+                else _counters.task_state(self.store, self.project_id, params["tid"])["open"]
+            )
         elif root_cause and len(where) == base + 1:  # one root cause's group
             kept = _counters.cause_sizes(self.store, self.project_id, [root_cause])[root_cause]
         count = (
@@ -356,6 +362,18 @@ class DecisionReads:
         """Choice keys whose active decisions in different tasks reach
         different conclusions: at most 50 groups of at most 50 decisions.
         Beyond the seed: ``after_key`` pages on through the groups."""
+        return self._conflicts(task_name=task_name, max_groups=max_groups, after_key=after_key)
+
+    def _conflicts(
+        self,
+        *,
+        task_name: str | None = None,
+        max_groups: int = CONFLICT_GROUPS_MAX,
+        after_key: str | None = None,
+        few_active: bool | None = None,
+    ) -> ConflictList:
+        """``list_conflicts``; ``few_active``: :meth:`_few_active` when the
+        caller has just read the counts it compares (the task view)."""
         task_name = c.optional_text(task_name, "task_name")
         after_key = c.optional_text(after_key, "after_key")
         max_groups = c.clamp(max_groups, CONFLICT_GROUPS_MAX, CONFLICT_GROUPS_MAX, "max_groups")
@@ -373,7 +391,7 @@ class DecisionReads:
                 "WITH ch ORDER BY ch.project_id, ch.conflict, ch.key LIMIT $n RETURN ch.key AS key",
                 {"p": self.project_id, "n": max_groups + 1, "after": after_key},
             )
-        elif self._few_active(task_name):
+        elif few_active if few_active is not None else self._few_active(task_name):
             # the task's active decisions are fewer than the conflicts: each
             # one's choice, by its id
             keys = self.store.read(
@@ -446,11 +464,16 @@ class DecisionReads:
         row = read_decision(self.store, self.project_id, did)
         if row is None:
             return []
+        return self._revisions(row["task_id"], row["choice_key"])
+
+    def _revisions(self, tid: str, choice_key: str) -> list[Revision]:
+        """``list_revisions`` of a decision already read: its task id and
+        choice key."""
         rows = self.store.read(
             self.project_id,
             "MATCH (d:Decision {task_id: $tid}) WHERE d.choice_key = $key AND d.project_id = $p "
             f"RETURN {_DECISION_FIELDS}, d.explanation AS explanation ORDER BY d.revision",
-            {"tid": row["task_id"], "key": row["choice_key"], "p": self.project_id},
+            {"tid": tid, "key": choice_key, "p": self.project_id},
         )
         return [Revision(decision=_decision(r), explanation=r["explanation"]) for r in rows]
 
@@ -481,20 +504,29 @@ class DecisionReads:
         )
         return {str(d.id): d for d in found}
 
-    def task_view_decisions(self, task_name: str) -> dict[str, Any]:
+    def task_view_decisions(self, task_name: str, *, kept: dict[str, Any] | None = None) -> dict[str, Any]:
         """Active decisions (newest first), those needing review (the head of
         the task's review queue) and the conflicts that involve the task,
         each bounded as the seed says: the decision fields of ``get_task``'s
-        view (empty when the task has no active decision)."""
+        view (empty when the task has no active decision). ``kept``: a row
+        with the columns of ``_counters.TASK_VIEW_FIELDS`` the caller read
+        with the task (else they are read here, in one round trip): the
+        task's counters are read once for the whole view."""
         tid = c.task_id(self.project_id, task_name)
-        state = _counters.task_state(self.store, self.project_id, tid)
+        state = _counters.task_view_state(self.store, self.project_id, tid, kept)
         count = state["active"]
-        active = self._newest_active(tid, state["seq"]) if count else []
         if not count:
             return {}
-        nothing_open = not state["open"]
-        review = [] if nothing_open else self.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
-        conflicts = self.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
+        active = self._newest_active(tid, state["seq"])
+        review = (
+            self._review_list(task_name, limit=VIEW_DECISIONS, task_open=state["open"]).decisions
+            if state["open"]
+            else []
+        )
+        conflicts_kept = state.get("conflicts")
+        if conflicts_kept is None:
+            conflicts_kept = _counters.conflict_count(self.store, self.project_id)
+        conflicts = self._conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS, few_active=count <= conflicts_kept)
         return {
             "decisions": active,
             "decision_count": count,

@@ -75,11 +75,13 @@ def read_decisions(store: GraphStore, project_id: str, query: str, params: dict[
 
 
 def read_decision(reader: GraphStore | Tx, project_id: str, did: str) -> dict[str, Any] | None:
-    """The row of one decision (its fields and its review bookkeeping), in a
-    unit (``Tx``) or outside one (``GraphStore``)."""
+    """The row of one decision (its fields and its review bookkeeping: what
+    the review actions of ``core._workbench`` read too), in a unit (``Tx``)
+    or outside one (``GraphStore``)."""
     query = (
         f"MATCH (d:Decision {{id: $id}}) WHERE d.project_id = $p RETURN {_DECISION_FIELDS}, "
-        "d.queued AS queued, d.support_seq AS support_seq, d.root_cause AS root_cause, d.review_open AS review_open"
+        "d.queued AS queued, d.support_seq AS support_seq, d.root_cause AS root_cause, d.review_open AS review_open, "
+        "d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, d.superseded_by AS superseded_by"
     )
     params = {"id": did, "p": project_id}
     rows = reader.read(query, params) if isinstance(reader, Tx) else reader.read(project_id, query, params)

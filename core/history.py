@@ -243,14 +243,21 @@ class ConversationHistory:
         """The bounded resume view: never an event body."""
         name = c.text(name, "name")
         # one round trip: the task, its step counts, and the first steps by
-        # name (sorted and cut before their fields are read)
+        # name (sorted and cut before their fields are read); and the kept
+        # counters its decisions' part of the view starts from (two nodes by
+        # id, looked up after the steps are cut)
         rows = self.store.read(
             self.project_id,
             "MATCH (t:Task {id: $id}) OPTIONAL MATCH (s:Step {task_id: $id}) "
             "WITH t, s ORDER BY s.name LIMIT $n "
             f"WITH t, collect({_STEP_MAP}) AS steps "
-            f"RETURN {_TASK_FIELDS}, {_STEP_COUNT_FIELDS}, steps",
-            {"id": c.task_id(self.project_id, name), "n": VIEW_STEPS + 1},
+            "OPTIONAL MATCH (k:TaskDecisions {id: $id}) OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            f"RETURN {_TASK_FIELDS}, {_STEP_COUNT_FIELDS}, steps, {_counters.TASK_VIEW_FIELDS}",
+            {
+                "id": c.task_id(self.project_id, name),
+                "n": VIEW_STEPS + 1,
+                "qid": _counters.queue_node_id(self.project_id),
+            },
         )
         if not rows:
             return TaskLookup(found=False)
@@ -261,7 +268,7 @@ class ConversationHistory:
         for summary in self._summaries(shown[:VIEW_STEPS]):
             steps[summary.state].append(summary)
         counts = {state: row[f"steps_{state.value}"] for state in StepState}
-        extra = DecisionReads(self.store, project_id=self.project_id).task_view_decisions(row["name"])
+        extra = DecisionReads(self.store, project_id=self.project_id).task_view_decisions(row["name"], kept=row)
         view = TaskView(
             task_name=row["name"],
             goal=row["goal"],

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from . import _citations
 from . import _common as c
 from ._causes import describe_cause
+from ._decision_rows import _decision, decision_arg, read_decision
 from ._evidence import chunk_range, decode_evidence_id, encode_span, version_id
 from ._queue_flow import (  # noqa: F401  (GroupItem, GroupReview, QueueProgress: re-exported)
     GroupItem,
@@ -322,11 +323,33 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         with self.remembering():
             return self._decision_review(decision)
 
-    def _decision_review(self, decision: Decision) -> DecisionReview:
+    def decision_review_of(self, decision_id: Any) -> DecisionReview | None:
+        """:meth:`decision_review` of the decision ``decision_id`` names in
+        this project (None when none): the decision is read once, with the
+        review bookkeeping its actions need (so a page that starts from an id
+        reads the decision in one round trip, not two or three)."""
+        did = decision_arg(decision_id)
+        row = read_decision(self.store, self.project_id, did) if did is not None else None
+        if row is None:
+            return None
+        with self.remembering():
+            return self._decision_review(_decision(row), row=row)
+
+    def _decision_review(self, decision: Decision, *, row: dict[str, Any] | None = None) -> DecisionReview:
+        """``row``: the decision's row with its review bookkeeping, when the
+        caller read it (else the actions read that)."""
         d = decision
         depends = self.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
         history = self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50)
-        actions = self.review_actions(d)
+        # each cited document once: the actions' rule and the supports' views
+        # below read it from here (``remembering``), not once each
+        documents = {
+            str(s.document_node_id): self.graph.get_document(s.document_key)
+            for s in d.supports
+            if isinstance(s, DocumentSupport)
+        }
+        facts = self._facts([d], rows={str(d.id): row} if row is not None else None, documents=documents)
+        actions = self._actions(d, facts)
         dependants = self.dependants_of(d, actions)
         names = self.decision_names(
             [
@@ -341,7 +364,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             supports=[self.support_view(s) for s in d.supports],
             depends_on=list(depends.values()),
             dependants=[x.decision for x in dependants],
-            revisions=self.traces.list_revisions(str(d.id)),
+            revisions=self.traces._revisions(str(d.task_id), d.choice_key),
             history=history,
             choices=self.support_choices(d),
             name=decision_name(d),
