@@ -16,9 +16,11 @@ from . import _common as c
 from . import _conflict_keys, _counters, _review
 from ._decision_rows import (
     _DECISION_FIELDS,
+    BOOKKEEPING,
     SUPPORT,
     _decision,
     decision_arg,
+    decision_map,
     in_queue_order,
     read_decision,
     read_decisions,
@@ -335,26 +337,52 @@ class DecisionReads:
         rows = self.store.read(
             self.project_id,
             "MATCH (r:SupportRecord {decision_id: $id}) WHERE r.project_id = $p AND r.ordinal > $after "
-            "RETURN r.ordinal AS ordinal, r.data AS data, r.current AS current, r.reviewed_by AS reviewed_by, "
-            "r.reviewed_at AS reviewed_at, r.review_explanation AS review_explanation "
-            "ORDER BY r.ordinal LIMIT $n",
+            f"RETURN {_RECORD_FIELDS} ORDER BY r.ordinal LIMIT $n",
             {"id": did, "p": self.project_id, "after": after_ordinal, "n": limit + 1},
         )
-        supports = []
-        for r in rows[:limit]:
-            data = json.loads(r["data"])
-            data["current"] = r["current"]
-            if r["reviewed_by"] is not None:
-                data.update(
-                    reviewed_by=r["reviewed_by"],
-                    reviewed_at=r["reviewed_at"],
-                    review_explanation=r["review_explanation"],
-                )
-            supports.append(SUPPORT.validate_python(data))
-        truncated = len(rows) > limit
-        return SupportHistoryPage(
-            supports=supports, truncated=truncated, next_after_ordinal=rows[limit - 1]["ordinal"] if truncated else None
+        return _history_page(rows, limit)
+
+    def _decision_page_reads(
+        self, decision_id: Any, *, history: int, dependants: int
+    ) -> tuple[dict[str, Any], SupportHistoryPage, list[Revision], list[Decision]] | None:
+        """What a decision's page reads about it, in one round trip: its row
+        with its review bookkeeping (``read_decision``), the first
+        ``history`` records of its support history
+        (``list_support_history``), its revisions (``list_revisions``) and
+        its newest ``dependants`` (``list_dependants``). None when the
+        project has no such decision. Each part is read from the decision's
+        own index entries (its records, its choice in its task, the edges
+        into it), one after the other, each cut before the next."""
+        did = decision_arg(decision_id)
+        if did is None:
+            return None
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Decision {id: $id}) WHERE d.project_id = $p "
+            "OPTIONAL MATCH (r:SupportRecord {decision_id: $id}) WHERE r.project_id = $p "
+            "WITH d, r ORDER BY r.ordinal LIMIT $h "
+            f"WITH d, collect({_RECORD_MAP}) AS history "
+            "OPTIONAL MATCH (v:Decision {task_id: d.task_id}) WHERE v.choice_key = d.choice_key AND v.project_id = $p "
+            "WITH d, history, v ORDER BY v.revision "
+            f"WITH d, history, collect({decision_map('v', explanation='v.explanation')}) AS revisions "
+            "OPTIONAL MATCH (d)<-[:DEPENDS_ON]-(x:Decision) WHERE x.project_id = $p "
+            "WITH d, history, revisions, x ORDER BY x.created_at DESC LIMIT $n "
+            f"WITH d, history, revisions, collect({decision_map('x')}) AS dependants "
+            f"RETURN {_DECISION_FIELDS}, {BOOKKEEPING}, history, revisions, dependants",
+            {"id": did, "p": self.project_id, "h": history + 1, "n": dependants},
         )
+        if not rows:
+            return None
+        row = rows[0]
+        # (an optional match that found nothing leaves one map of nulls)
+        records = [r for r in row.pop("history") if r["ordinal"] is not None]
+        revisions = [
+            Revision(decision=_decision(r), explanation=r["explanation"])
+            for r in row.pop("revisions")
+            if r["id"] is not None
+        ]
+        found = [_decision(r) for r in row.pop("dependants") if r["id"] is not None]
+        return row, _history_page(records, history), revisions, found
 
     def list_conflicts(
         self, *, task_name: str | None = None, max_groups: int = CONFLICT_GROUPS_MAX, after_key: str | None = None
@@ -567,3 +595,34 @@ class DecisionReads:
             far=0,
             width=4 * VIEW_DECISIONS,
         )
+
+
+#: A support record's columns (``r``), and the same as a map.
+_RECORD_FIELDS = (
+    "r.ordinal AS ordinal, r.data AS data, r.current AS current, r.reviewed_by AS reviewed_by, "
+    "r.reviewed_at AS reviewed_at, r.review_explanation AS review_explanation"
+)
+_RECORD_MAP = (
+    "{ordinal: r.ordinal, data: r.data, current: r.current, reviewed_by: r.reviewed_by, "
+    "reviewed_at: r.reviewed_at, review_explanation: r.review_explanation}"
+)
+
+
+def _history_page(rows: list[dict[str, Any]], limit: int) -> SupportHistoryPage:
+    """A page of support history from up to ``limit + 1`` rows of
+    :data:`_RECORD_FIELDS` in ordinal order (one more: there are more)."""
+    supports = []
+    for r in rows[:limit]:
+        data = json.loads(r["data"])
+        data["current"] = r["current"]
+        if r["reviewed_by"] is not None:
+            data.update(
+                reviewed_by=r["reviewed_by"],
+                reviewed_at=r["reviewed_at"],
+                review_explanation=r["review_explanation"],
+            )
+        supports.append(SUPPORT.validate_python(data))
+    truncated = len(rows) > limit
+    return SupportHistoryPage(
+        supports=supports, truncated=truncated, next_after_ordinal=rows[limit - 1]["ordinal"] if truncated else None
+    )

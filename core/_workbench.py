@@ -516,11 +516,16 @@ class WorkbenchViews:
 
     # -- dependants --------------------------------------------------------------------
 
-    def dependants_of(self, decision: Decision, actions: ReviewActions | None = None) -> list[Dependant]:
+    def dependants_of(
+        self, decision: Decision, actions: ReviewActions | None = None, *, limit: int = 50
+    ) -> list[Dependant]:
         """What cites this decision now, named; each active one may "cite
         revision N instead" once this one was superseded by an active revision."""
+        return self._named_dependants(self.traces.list_dependants(str(decision.id), limit=limit), actions)
+
+    def _named_dependants(self, found: list[Decision], actions: ReviewActions | None) -> list[Dependant]:
+        """``dependants_of`` the decisions already read (``found``)."""
         replaced = actions.replaced_by if actions else None
-        found = self.traces.list_dependants(str(decision.id), limit=50)
         return [
             Dependant(
                 decision=x,

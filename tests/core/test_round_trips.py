@@ -13,7 +13,7 @@ from core.history import ConversationHistory
 from core.review_views import ReviewViews
 from core.stores import GraphStore
 
-from .test_decisions import ADR, World
+from .test_decisions import ADR, World, dep
 from .test_review_views import world  # noqa: F401  (the fixture)
 
 EVENT = {"kind": "event", "task_name": "pick-db", "seq": 1}
@@ -87,10 +87,40 @@ def test_the_decision_page_reads_the_decision_and_each_document_once(world: Worl
         == 1
     )
     assert len(counting.reading(":Document {id:")) == 1, counting.reads
-    # the decision, its support history, the document, both versions' texts,
-    # its dependants, its revisions
-    assert len(counting.reads) <= 6, counting.reads
+    # the decision with its support history, revisions and dependants; the
+    # document; both versions' texts
+    assert len(counting.reads) <= 3, counting.reads
     # the same review from a decision already read
     assert views.decision_review(d).actions == review.actions
     assert views.decision_review_of("not-an-id") is None
     assert views.decision_review_of("00000000-0000-4000-8000-000000000000") is None
+
+
+def test_the_decision_page_read_in_one_round_trip_is_the_one_read_part_by_part(world: World) -> None:
+    """Revisions, dependants (newest first, at most 50 each) and support
+    history (a page of 50) read with the decision answer as their own
+    reads do, for a decision with each and for one with none."""
+    base = world.record("pick-db", "base", "Postgres").decision
+    for n in range(3):
+        world.record("billing", f"uses-{n}", "on base", supports=[dep(base), EVENT])
+    doc, got = world.cite("adr", "Postgres stays the system of record")
+    new = world.traces.supersede_decision(
+        str(base.id), conclusion="Postgres 16", rationale="r", explanation="newer", supports=[doc], fetched=[got]
+    ).decision
+    assert new is not None
+    world.traces.reject_decision(str(new.id), reason="not yet")
+    bare = world.record("billing", "bare", "nothing cited", supports=[EVENT]).decision
+    views = ReviewViews(world.store, project_id=world.project_id)
+    for d in (base, new, bare):
+        one = views.decision_review_of(d.id)  # a UUID as the page's URL gives it
+        assert one is not None
+        parts = views.decision_review(world.traces.get_decision(str(d.id)).decision)
+        assert one == parts
+        assert one.history == world.traces.list_support_history(str(d.id), limit=50)
+        assert one.revisions == world.traces.list_revisions(str(d.id))
+        assert one.dependants == world.traces.list_dependants(str(d.id))
+    review = views.decision_review_of(base.id)
+    assert [r.decision.revision for r in review.revisions] == [1, 2] and review.revisions[1].explanation == "newer"
+    assert len(review.dependants) == 3 and len(review.history.supports) == len(base.supports)
+    assert views.decision_review_of(new.id).actions.settled.startswith("planner rejected this")
+    assert views.decision_review_of(bare.id).dependants == []
