@@ -206,7 +206,8 @@ def test_the_document_pages_citers_are_a_range_of_the_citations_index_on_neo4j(
 def test_the_decision_page_and_task_view_reads_use_indexes_on_neo4j(neo4j_store: GraphStore, project: str) -> None:
     """The statements that fold several reads into one (issue 18: the
     decision with its support history, revisions and dependants; the task
-    with its kept counters) reach each part through an index, not a scan."""
+    with its kept counters, the task with its page of events) reach each
+    part through an index, not a scan."""
     from core.review_views import ReviewViews
 
     recording = Recording(neo4j_store)
@@ -216,6 +217,7 @@ def test_the_decision_page_and_task_view_reads_use_indexes_on_neo4j(neo4j_store:
     for name, read in {
         "decision page": lambda: views.decision_review_of(first.id),
         "task view": lambda: history.get_task("task-1"),
+        "task log": lambda: history.list_events("task-1"),
     }.items():
         read()
         recording.reads.clear()

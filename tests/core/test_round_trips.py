@@ -124,3 +124,24 @@ def test_the_decision_page_read_in_one_round_trip_is_the_one_read_part_by_part(w
     assert len(review.dependants) == 3 and len(review.history.supports) == len(base.supports)
     assert views.decision_review_of(new.id).actions.settled.startswith("planner rejected this")
     assert views.decision_review_of(bare.id).dependants == []
+
+
+def test_a_page_of_events_is_one_round_trip(world: World) -> None:
+    """The supersede form's task log (and the events page): the task and
+    its page of events in one statement, as exact as before."""
+    for n in range(4):
+        world.history.record_event("pick-db", kind="message", role="user", payload=f"message {n}")
+    counting = Counting(world.store)
+    history = ConversationHistory(counting, project_id=world.project_id, agent_id="reviewer")  # type: ignore[arg-type]
+    page = history.list_events("pick-db", limit=3)
+    assert len(counting.reads) == 1, counting.reads
+    assert [e.seq for e in page.events] == [1, 2, 3] and page.truncated and page.next_after_seq == 3
+    assert page.events[0].payload == "Which database?"
+    rest = history.list_events("pick-db", after_seq=3, limit=3)
+    assert [e.payload for e in rest.events] == ["message 2", "message 3"] and not rest.truncated
+    assert rest.events == [history.fetch_event("pick-db", s).event for s in (4, 5)]
+    assert (
+        history.list_events("pick-db", after_seq=5).found and history.list_events("pick-db", after_seq=5).events == []
+    )
+    assert not history.list_events("no-such-task").found
+    assert history.list_events("billing").found and history.list_events("billing").events == []
