@@ -569,6 +569,39 @@ def start_task(tx: Tx, project_id: str, tid: str) -> None:
     )
 
 
+#: The columns of a task's kept counters and the project's kept count of
+#: conflicts, for a read that ends ``OPTIONAL MATCH (k:TaskDecisions {id:
+#: $id}) OPTIONAL MATCH (q:ReviewQueue {id: $qid})`` (``$qid``:
+#: :func:`queue_node_id`): what a task view needs first, carried on another
+#: read (see :func:`task_view_state`).
+TASK_VIEW_FIELDS = "k.seq AS kept_seq, k.active AS kept_active, k.open AS kept_open, q.conflicts AS kept_conflicts"
+
+
+def task_view_state(store: Any, project_id: str, tid: str, row: dict[str, Any] | None = None) -> dict[str, int]:
+    """A task's kept ``seq``, ``active`` and ``open`` (:func:`task_state`)
+    and, where kept, the project's count of choices in conflict as
+    ``conflicts`` (left out when never counted: :func:`conflict_count`
+    counts it): from ``row``, the columns of :data:`TASK_VIEW_FIELDS` that
+    another read returned, or one read of both nodes. A task never counted
+    is counted first, as :func:`task_state` does."""
+    if row is None:
+        rows = store.read(
+            project_id,
+            "OPTIONAL MATCH (k:TaskDecisions {id: $id}) OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            f"RETURN {TASK_VIEW_FIELDS}",
+            {"id": tid, "qid": queue_node_id(project_id)},
+        )
+        row = rows[0] if rows else {}
+    kept = {k: row.get(f"kept_{k}") for k in ("seq", *TASK_COUNTERS)}
+    if all(v is not None for v in kept.values()):
+        state = {k: int(v) for k, v in kept.items()}
+    else:
+        state = task_state(store, project_id, tid)
+    if row.get("kept_conflicts") is not None:
+        state["conflicts"] = int(row["kept_conflicts"])
+    return state
+
+
 def task_state(store: Any, project_id: str, tid: str) -> dict[str, int]:
     """A task's kept ``active`` and ``open`` counts and last ``seq``. A task
     never counted is counted once, in a unit, first, and its active

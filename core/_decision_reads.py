@@ -16,9 +16,11 @@ from . import _common as c
 from . import _conflict_keys, _counters, _review
 from ._decision_rows import (
     _DECISION_FIELDS,
+    BOOKKEEPING,
     SUPPORT,
     _decision,
     decision_arg,
+    decision_map,
     in_queue_order,
     read_decision,
     read_decisions,
@@ -137,16 +139,18 @@ class DecisionReads:
         queue_size: int | None = None,
         causes: dict[str, str] | None = None,
         count_after: bool = False,
+        task_open: int | None = None,
     ) -> DecisionReviewList:
         """``list_decisions_for_review``; ``queue_size``: the kept count of
         the whole queue when the caller has just read it (a page that shows
-        the counters too), which saves reading it again; ``causes``: filled
-        with each listed decision's root cause ("" for none), by id.
-        ``count_after``: the caller reads the kept counters after the page
-        (with its groups' sizes, in one round trip): on Neo4j, whose page of
-        the whole queue (or of one task's) needs no count, it is read
-        without one, and ``count`` and ``truncated`` say only what the page
-        holds until the caller sets them."""
+        the counters too), which saves reading it again; ``task_open``: the
+        same for the task's part of the queue (its kept ``open``);
+        ``causes``: filled with each listed decision's root cause ("" for
+        none), by id. ``count_after``: the caller reads the kept counters
+        after the page (with its groups' sizes, in one round trip): on Neo4j,
+        whose page of the whole queue (or of one task's) needs no count, it
+        is read without one, and ``count`` and ``truncated`` say only what
+        the page holds until the caller sets them."""
         task_name = c.optional_text(task_name, "task_name")
         limit = c.clamp(limit, REVIEW_MAX, REVIEW_MAX)
         offset = max(0, c.integer(offset, "offset"))
@@ -178,7 +182,11 @@ class DecisionReads:
         if whole_queue:
             kept = queue_size if queue_size is not None else _counters.open_count(self.store, self.project_id)
         elif task_only:
-            kept = _counters.task_state(self.store, self.project_id, params["tid"])["open"]
+            kept = (
+                task_open
+                if task_open is not None
+                else _counters.task_state(self.store, self.project_id, params["tid"])["open"]
+            )
         elif root_cause and len(where) == base + 1:  # one root cause's group
             kept = _counters.cause_sizes(self.store, self.project_id, [root_cause])[root_cause]
         count = (
@@ -375,26 +383,52 @@ class DecisionReads:
         rows = self.store.read(
             self.project_id,
             "MATCH (r:SupportRecord {decision_id: $id}) WHERE r.project_id = $p AND r.ordinal > $after "
-            "RETURN r.ordinal AS ordinal, r.data AS data, r.current AS current, r.reviewed_by AS reviewed_by, "
-            "r.reviewed_at AS reviewed_at, r.review_explanation AS review_explanation "
-            "ORDER BY r.ordinal LIMIT $n",
+            f"RETURN {_RECORD_FIELDS} ORDER BY r.ordinal LIMIT $n",
             {"id": did, "p": self.project_id, "after": after_ordinal, "n": limit + 1},
         )
-        supports = []
-        for r in rows[:limit]:
-            data = json.loads(r["data"])
-            data["current"] = r["current"]
-            if r["reviewed_by"] is not None:
-                data.update(
-                    reviewed_by=r["reviewed_by"],
-                    reviewed_at=r["reviewed_at"],
-                    review_explanation=r["review_explanation"],
-                )
-            supports.append(SUPPORT.validate_python(data))
-        truncated = len(rows) > limit
-        return SupportHistoryPage(
-            supports=supports, truncated=truncated, next_after_ordinal=rows[limit - 1]["ordinal"] if truncated else None
+        return _history_page(rows, limit)
+
+    def _decision_page_reads(
+        self, decision_id: Any, *, history: int, dependants: int
+    ) -> tuple[dict[str, Any], SupportHistoryPage, list[Revision], list[Decision]] | None:
+        """What a decision's page reads about it, in one round trip: its row
+        with its review bookkeeping (``read_decision``), the first
+        ``history`` records of its support history
+        (``list_support_history``), its revisions (``list_revisions``) and
+        its newest ``dependants`` (``list_dependants``). None when the
+        project has no such decision. Each part is read from the decision's
+        own index entries (its records, its choice in its task, the edges
+        into it), one after the other, each cut before the next."""
+        did = decision_arg(decision_id)
+        if did is None:
+            return None
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Decision {id: $id}) WHERE d.project_id = $p "
+            "OPTIONAL MATCH (r:SupportRecord {decision_id: $id}) WHERE r.project_id = $p "
+            "WITH d, r ORDER BY r.ordinal LIMIT $h "
+            f"WITH d, collect({_RECORD_MAP}) AS history "
+            "OPTIONAL MATCH (v:Decision {task_id: d.task_id}) WHERE v.choice_key = d.choice_key AND v.project_id = $p "
+            "WITH d, history, v ORDER BY v.revision "
+            f"WITH d, history, collect({decision_map('v', explanation='v.explanation')}) AS revisions "
+            "OPTIONAL MATCH (d)<-[:DEPENDS_ON]-(x:Decision) WHERE x.project_id = $p "
+            "WITH d, history, revisions, x ORDER BY x.created_at DESC LIMIT $n "
+            f"WITH d, history, revisions, collect({decision_map('x')}) AS dependants "
+            f"RETURN {_DECISION_FIELDS}, {BOOKKEEPING}, history, revisions, dependants",
+            {"id": did, "p": self.project_id, "h": history + 1, "n": dependants},
         )
+        if not rows:
+            return None
+        row = rows[0]
+        # (an optional match that found nothing leaves one map of nulls)
+        records = [r for r in row.pop("history") if r["ordinal"] is not None]
+        revisions = [
+            Revision(decision=_decision(r), explanation=r["explanation"])
+            for r in row.pop("revisions")
+            if r["id"] is not None
+        ]
+        found = [_decision(r) for r in row.pop("dependants") if r["id"] is not None]
+        return row, _history_page(records, history), revisions, found
 
     def list_conflicts(
         self, *, task_name: str | None = None, max_groups: int = CONFLICT_GROUPS_MAX, after_key: str | None = None
@@ -402,6 +436,18 @@ class DecisionReads:
         """Choice keys whose active decisions in different tasks reach
         different conclusions: at most 50 groups of at most 50 decisions.
         Beyond the seed: ``after_key`` pages on through the groups."""
+        return self._conflicts(task_name=task_name, max_groups=max_groups, after_key=after_key)
+
+    def _conflicts(
+        self,
+        *,
+        task_name: str | None = None,
+        max_groups: int = CONFLICT_GROUPS_MAX,
+        after_key: str | None = None,
+        few_active: bool | None = None,
+    ) -> ConflictList:
+        """``list_conflicts``; ``few_active``: :meth:`_few_active` when the
+        caller has just read the counts it compares (the task view)."""
         task_name = c.optional_text(task_name, "task_name")
         after_key = c.optional_text(after_key, "after_key")
         max_groups = c.clamp(max_groups, CONFLICT_GROUPS_MAX, CONFLICT_GROUPS_MAX, "max_groups")
@@ -419,7 +465,7 @@ class DecisionReads:
                 "WITH ch ORDER BY ch.project_id, ch.conflict, ch.key LIMIT $n RETURN ch.key AS key",
                 {"p": self.project_id, "n": max_groups + 1, "after": after_key},
             )
-        elif self._few_active(task_name):
+        elif few_active if few_active is not None else self._few_active(task_name):
             # the task's active decisions are fewer than the conflicts: each
             # one's choice, by its id
             keys = self.store.read(
@@ -492,11 +538,16 @@ class DecisionReads:
         row = read_decision(self.store, self.project_id, did)
         if row is None:
             return []
+        return self._revisions(row["task_id"], row["choice_key"])
+
+    def _revisions(self, tid: str, choice_key: str) -> list[Revision]:
+        """``list_revisions`` of a decision already read: its task id and
+        choice key."""
         rows = self.store.read(
             self.project_id,
             "MATCH (d:Decision {task_id: $tid}) WHERE d.choice_key = $key AND d.project_id = $p "
             f"RETURN {_DECISION_FIELDS}, d.explanation AS explanation ORDER BY d.revision",
-            {"tid": row["task_id"], "key": row["choice_key"], "p": self.project_id},
+            {"tid": tid, "key": choice_key, "p": self.project_id},
         )
         return [Revision(decision=_decision(r), explanation=r["explanation"]) for r in rows]
 
@@ -527,20 +578,29 @@ class DecisionReads:
         )
         return {str(d.id): d for d in found}
 
-    def task_view_decisions(self, task_name: str) -> dict[str, Any]:
+    def task_view_decisions(self, task_name: str, *, kept: dict[str, Any] | None = None) -> dict[str, Any]:
         """Active decisions (newest first), those needing review (the head of
         the task's review queue) and the conflicts that involve the task,
         each bounded as the seed says: the decision fields of ``get_task``'s
-        view (empty when the task has no active decision)."""
+        view (empty when the task has no active decision). ``kept``: a row
+        with the columns of ``_counters.TASK_VIEW_FIELDS`` the caller read
+        with the task (else they are read here, in one round trip): the
+        task's counters are read once for the whole view."""
         tid = c.task_id(self.project_id, task_name)
-        state = _counters.task_state(self.store, self.project_id, tid)
+        state = _counters.task_view_state(self.store, self.project_id, tid, kept)
         count = state["active"]
-        active = self._newest_active(tid, state["seq"]) if count else []
         if not count:
             return {}
-        nothing_open = not state["open"]
-        review = [] if nothing_open else self.list_decisions_for_review(task_name, limit=VIEW_DECISIONS).decisions
-        conflicts = self.list_conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS)
+        active = self._newest_active(tid, state["seq"])
+        review = (
+            self._review_list(task_name, limit=VIEW_DECISIONS, task_open=state["open"]).decisions
+            if state["open"]
+            else []
+        )
+        conflicts_kept = state.get("conflicts")
+        if conflicts_kept is None:
+            conflicts_kept = _counters.conflict_count(self.store, self.project_id)
+        conflicts = self._conflicts(task_name=task_name, max_groups=VIEW_CONFLICTS, few_active=count <= conflicts_kept)
         return {
             "decisions": active,
             "decision_count": count,
@@ -581,3 +641,34 @@ class DecisionReads:
             far=0,
             width=4 * VIEW_DECISIONS,
         )
+
+
+#: A support record's columns (``r``), and the same as a map.
+_RECORD_FIELDS = (
+    "r.ordinal AS ordinal, r.data AS data, r.current AS current, r.reviewed_by AS reviewed_by, "
+    "r.reviewed_at AS reviewed_at, r.review_explanation AS review_explanation"
+)
+_RECORD_MAP = (
+    "{ordinal: r.ordinal, data: r.data, current: r.current, reviewed_by: r.reviewed_by, "
+    "reviewed_at: r.reviewed_at, review_explanation: r.review_explanation}"
+)
+
+
+def _history_page(rows: list[dict[str, Any]], limit: int) -> SupportHistoryPage:
+    """A page of support history from up to ``limit + 1`` rows of
+    :data:`_RECORD_FIELDS` in ordinal order (one more: there are more)."""
+    supports = []
+    for r in rows[:limit]:
+        data = json.loads(r["data"])
+        data["current"] = r["current"]
+        if r["reviewed_by"] is not None:
+            data.update(
+                reviewed_by=r["reviewed_by"],
+                reviewed_at=r["reviewed_at"],
+                review_explanation=r["review_explanation"],
+            )
+        supports.append(SUPPORT.validate_python(data))
+    truncated = len(rows) > limit
+    return SupportHistoryPage(
+        supports=supports, truncated=truncated, next_after_ordinal=rows[limit - 1]["ordinal"] if truncated else None
+    )

@@ -51,6 +51,24 @@ def decision_fields(var: str = "d") -> str:
     return _DECISION_FIELDS.replace("d.", f"{var}.")
 
 
+def decision_map(var: str, **extra: str) -> str:
+    """The Cypher map of a decision node ``var`` with the keys of
+    :data:`_DECISION_FIELDS` (and ``extra``: key -> expression), for a
+    ``collect`` of decisions beside other columns."""
+    pairs = [field.split(" AS ") for field in _DECISION_FIELDS.split(", ")]
+    keys = [f"{alias}: {var}.{expr.removeprefix('d.')}" for expr, alias in pairs]
+    keys += [f"{k}: {v}" for k, v in extra.items()]
+    return "{" + ", ".join(keys) + "}"
+
+
+#: A decision row's review bookkeeping (``d``), beside its fields in
+#: :func:`read_decision`: what review and its actions read.
+BOOKKEEPING = (
+    "d.queued AS queued, d.support_seq AS support_seq, d.root_cause AS root_cause, d.review_open AS review_open, "
+    "d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, d.superseded_by AS superseded_by"
+)
+
+
 def support_record_id(decision: str, ordinal: int) -> str:
     return str(uuid.uuid5(c.NAMESPACE, f"support\x1f{decision}\x1f{ordinal}"))
 
@@ -75,12 +93,10 @@ def read_decisions(store: GraphStore, project_id: str, query: str, params: dict[
 
 
 def read_decision(reader: GraphStore | Tx, project_id: str, did: str) -> dict[str, Any] | None:
-    """The row of one decision (its fields and its review bookkeeping), in a
-    unit (``Tx``) or outside one (``GraphStore``)."""
-    query = (
-        f"MATCH (d:Decision {{id: $id}}) WHERE d.project_id = $p RETURN {_DECISION_FIELDS}, "
-        "d.queued AS queued, d.support_seq AS support_seq, d.root_cause AS root_cause, d.review_open AS review_open"
-    )
+    """The row of one decision (its fields and its review bookkeeping: what
+    the review actions of ``core._workbench`` read too), in a unit (``Tx``)
+    or outside one (``GraphStore``)."""
+    query = f"MATCH (d:Decision {{id: $id}}) WHERE d.project_id = $p RETURN {_DECISION_FIELDS}, {BOOKKEEPING}"
     params = {"id": did, "p": project_id}
     rows = reader.read(query, params) if isinstance(reader, Tx) else reader.read(project_id, query, params)
     return rows[0] if rows else None

@@ -29,7 +29,7 @@ from .models.decision import (
     ReviewState,
     Support,
 )
-from .models.knowledge import FetchStatus
+from .models.knowledge import DocumentInfo, FetchStatus
 from .stores.base import GraphStore
 from .textdiff import passage_diff
 
@@ -229,35 +229,70 @@ class WorkbenchViews:
         facts = self._facts(decisions)
         return {str(d.id): self._actions(d, facts) for d in decisions}
 
-    def _facts(self, decisions: list[Decision]) -> _Facts:
+    def _facts(
+        self,
+        decisions: list[Decision],
+        *,
+        rows: dict[str, dict[str, Any]] | None = None,
+        documents: dict[str, DocumentInfo | None] | None = None,
+    ) -> _Facts:
+        """The facts of :meth:`_actions`. ``rows``: decision rows the caller
+        read with their review bookkeeping (``_decision_rows.read_decision``),
+        by id; ``documents``: documents it read (None: no such document), by
+        node id. Those are not read again."""
         f = _Facts()
         if not decisions:
             return f
         f.nodes = {
-            r["id"]: r
-            for r in self.store.read(
-                self.project_id,
-                "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queued AS queued, "
-                "d.root_cause AS cause, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
-                "d.superseded_by AS superseded_by",
-                {"ids": [str(d.id) for d in decisions]},
-            )
+            i: {
+                "id": i,
+                "queued": r.get("queued"),
+                "cause": r.get("root_cause"),
+                "rejected_at": r.get("rejected_at"),
+                "superseded_at": r.get("superseded_at"),
+                "superseded_by": r.get("superseded_by"),
+            }
+            for i, r in (rows or {}).items()
         }
+        unread = [str(d.id) for d in decisions if str(d.id) not in f.nodes]
+        if unread:
+            f.nodes.update(
+                {
+                    r["id"]: r
+                    for r in self.store.read(
+                        self.project_id,
+                        "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queued AS queued, "
+                        "d.root_cause AS cause, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
+                        "d.superseded_by AS superseded_by",
+                        {"ids": unread},
+                    )
+                }
+            )
         active = [d for d in decisions if d.status.value == "active"]
         docs = [s for d in active for s in d.supports if isinstance(s, DocumentSupport)]
         events = [s for d in active for s in d.supports if isinstance(s, EventSupport)]
         deps = [str(s.decision_id) for d in active for s in d.supports if isinstance(s, DecisionSupport)]
         replaced = [n["superseded_by"] for n in f.nodes.values() if n.get("superseded_by")]
         if docs:
+            known = documents or {}
             f.docs = {
-                r["id"]: r
-                for r in self.store.read(
-                    self.project_id,
-                    "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.key AS key, "
-                    "d.activation_seq AS seq, d.deleted_at AS deleted_at",
-                    {"ids": sorted({str(s.document_node_id) for s in docs})},
-                )
+                i: {"id": i, "key": info.key, "seq": info.activation_seq, "deleted_at": info.deleted_at}
+                for i, info in known.items()
+                if info is not None
             }
+            unread = sorted({str(s.document_node_id) for s in docs} - set(known))
+            if unread:
+                f.docs.update(
+                    {
+                        r["id"]: r
+                        for r in self.store.read(
+                            self.project_id,
+                            "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.key AS key, "
+                            "d.activation_seq AS seq, d.deleted_at AS deleted_at",
+                            {"ids": unread},
+                        )
+                    }
+                )
             wanted: set[tuple[str, int]] = set()
             for s in docs:
                 doc = f.docs.get(str(s.document_node_id))
@@ -481,11 +516,16 @@ class WorkbenchViews:
 
     # -- dependants --------------------------------------------------------------------
 
-    def dependants_of(self, decision: Decision, actions: ReviewActions | None = None) -> list[Dependant]:
+    def dependants_of(
+        self, decision: Decision, actions: ReviewActions | None = None, *, limit: int = 50
+    ) -> list[Dependant]:
         """What cites this decision now, named; each active one may "cite
         revision N instead" once this one was superseded by an active revision."""
+        return self._named_dependants(self.traces.list_dependants(str(decision.id), limit=limit), actions)
+
+    def _named_dependants(self, found: list[Decision], actions: ReviewActions | None) -> list[Dependant]:
+        """``dependants_of`` the decisions already read (``found``)."""
         replaced = actions.replaced_by if actions else None
-        found = self.traces.list_dependants(str(decision.id), limit=50)
         return [
             Dependant(
                 decision=x,

@@ -84,6 +84,11 @@ _EVENT_FIELDS = (
     "e.author AS author, e.at AS at, e.redacted_at AS redacted_at, e.payload_ct AS payload_ct, e.key_slot AS key_slot"
 )
 
+#: The same as a map, for a ``collect`` of events beside other columns.
+_EVENT_MAP = (
+    "{" + ", ".join(f"{alias}: {expr}" for expr, alias in (f.split(" AS ") for f in _EVENT_FIELDS.split(", "))) + "}"
+)
+
 
 def _supports_from_json(raw: str | None) -> list[Support]:
     return _SUPPORTS.validate_json(raw) if raw else []
@@ -243,14 +248,21 @@ class ConversationHistory:
         """The bounded resume view: never an event body."""
         name = c.text(name, "name")
         # one round trip: the task, its step counts, and the first steps by
-        # name (sorted and cut before their fields are read)
+        # name (sorted and cut before their fields are read); and the kept
+        # counters its decisions' part of the view starts from (two nodes by
+        # id, looked up after the steps are cut)
         rows = self.store.read(
             self.project_id,
             "MATCH (t:Task {id: $id}) OPTIONAL MATCH (s:Step {task_id: $id}) "
             "WITH t, s ORDER BY s.name LIMIT $n "
             f"WITH t, collect({_STEP_MAP}) AS steps "
-            f"RETURN {_TASK_FIELDS}, {_STEP_COUNT_FIELDS}, steps",
-            {"id": c.task_id(self.project_id, name), "n": VIEW_STEPS + 1},
+            "OPTIONAL MATCH (k:TaskDecisions {id: $id}) OPTIONAL MATCH (q:ReviewQueue {id: $qid}) "
+            f"RETURN {_TASK_FIELDS}, {_STEP_COUNT_FIELDS}, steps, {_counters.TASK_VIEW_FIELDS}",
+            {
+                "id": c.task_id(self.project_id, name),
+                "n": VIEW_STEPS + 1,
+                "qid": _counters.queue_node_id(self.project_id),
+            },
         )
         if not rows:
             return TaskLookup(found=False)
@@ -261,7 +273,7 @@ class ConversationHistory:
         for summary in self._summaries(shown[:VIEW_STEPS]):
             steps[summary.state].append(summary)
         counts = {state: row[f"steps_{state.value}"] for state in StepState}
-        extra = DecisionReads(self.store, project_id=self.project_id).task_view_decisions(row["name"])
+        extra = DecisionReads(self.store, project_id=self.project_id).task_view_decisions(row["name"], kept=row)
         view = TaskView(
             task_name=row["name"],
             goal=row["goal"],
@@ -463,23 +475,28 @@ class ConversationHistory:
         task_name = c.text(task_name, "task_name")
         after_seq = c.integer(after_seq, "after_seq")
         limit = c.clamp(limit, 50, EVENTS_MAX)
-        task = self._task_row(None, task_name)
-        if task is None:
-            return EventPage(found=False)
         # Numbers run from 1 with no gaps and ids derive from them, so a page
-        # is fetched by its ids: its cost does not grow with the log.
+        # is fetched by its ids: its cost does not grow with the log. One
+        # round trip: the task (how many events it has) and the page's ids
+        # up to that number.
+        tid = c.task_id(self.project_id, task_name)
         first = max(after_seq, 0) + 1
-        last = min(first + limit - 1, task["event_seq"])
-        if last < first:
-            return EventPage(found=True)
-        tid = task["id"]
         rows = self.store.read(
             self.project_id,
-            f"UNWIND $ids AS id MATCH (e:Event {{id: id}}) RETURN {_EVENT_FIELDS} ORDER BY e.seq",
-            {"ids": [c.event_id(tid, seq) for seq in range(first, last + 1)]},
+            "MATCH (t:Task {id: $tid}) WITH t UNWIND $ids AS id "
+            "OPTIONAL MATCH (e:Event {id: id}) WHERE e.seq <= t.event_seq "
+            f"WITH t, e ORDER BY e.seq WITH t, collect({_EVENT_MAP}) AS events "
+            "RETURN t.event_seq AS event_seq, events",
+            {"tid": tid, "ids": [c.event_id(tid, seq) for seq in range(first, first + limit)]},
         )
-        events = [Event.model_validate(r) for r in open_bodies(self.store, rows)]
-        truncated = last < task["event_seq"]
+        if not rows:
+            return EventPage(found=False)
+        last = min(first + limit - 1, rows[0]["event_seq"])
+        if last < first:
+            return EventPage(found=True)
+        found = [e for e in rows[0]["events"] if e["id"] is not None]  # (no event: a map of nulls)
+        events = [Event.model_validate(r) for r in open_bodies(self.store, found)]
+        truncated = last < rows[0]["event_seq"]
         return EventPage(found=True, events=events, truncated=truncated, next_after_seq=last if truncated else None)
 
     def fetch_event(self, task_name: str, seq: int) -> EventLookup:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from . import _citations, _counters
 from . import _common as c
 from ._causes import describe_cause
+from ._decision_rows import _decision
 from ._evidence import chunk_range, decode_evidence_id, encode_span, version_id
 from ._queue_flow import (  # noqa: F401  (GroupItem, GroupReview, QueueProgress: re-exported)
     GroupItem,
@@ -343,12 +344,54 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         with self.remembering():
             return self._decision_review(decision)
 
-    def _decision_review(self, decision: Decision) -> DecisionReview:
+    def decision_review_of(self, decision_id: Any) -> DecisionReview | None:
+        """:meth:`decision_review` of the decision ``decision_id`` names in
+        this project (None when none): the decision is read once, with the
+        review bookkeeping its actions need (so a page that starts from an id
+        reads the decision, its support history, revisions and dependants
+        in one round trip, not five)."""
+        read = self.traces._decision_page_reads(
+            decision_id, history=self.HISTORY_SHOWN, dependants=self.DEPENDANTS_SHOWN
+        )
+        if read is None:
+            return None
+        with self.remembering():
+            return self._decision_review(_decision(read[0]), read=read)
+
+    #: the support history and the dependants a decision's review shows
+    HISTORY_SHOWN = 50
+    DEPENDANTS_SHOWN = 50
+
+    def _decision_review(
+        self,
+        decision: Decision,
+        *,
+        read: tuple[dict[str, Any], SupportHistoryPage, list[Revision], list[Decision]] | None = None,
+    ) -> DecisionReview:
+        """``read``: what ``DecisionReads._decision_page_reads`` read of the
+        decision, when the caller read it (else each part is read here)."""
         d = decision
+        row = read[0] if read is not None else None
         depends = self.traces.get_decisions([str(s.decision_id) for s in d.supports if isinstance(s, DecisionSupport)])
-        history = self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=50)
-        actions = self.review_actions(d)
-        dependants = self.dependants_of(d, actions)
+        history = (
+            read[1]
+            if read is not None
+            else self.traces.list_support_history(str(d.id), after_ordinal=-1, limit=self.HISTORY_SHOWN)
+        )
+        # each cited document once: the actions' rule and the supports' views
+        # below read it from here (``remembering``), not once each
+        documents = {
+            str(s.document_node_id): self.graph.get_document(s.document_key)
+            for s in d.supports
+            if isinstance(s, DocumentSupport)
+        }
+        facts = self._facts([d], rows={str(d.id): row} if row is not None else None, documents=documents)
+        actions = self._actions(d, facts)
+        dependants = (
+            self._named_dependants(read[3], actions)
+            if read is not None
+            else self.dependants_of(d, actions, limit=self.DEPENDANTS_SHOWN)
+        )
         names = self.decision_names(
             [
                 str(s.decision_id)
@@ -362,7 +405,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             supports=[self.support_view(s) for s in d.supports],
             depends_on=list(depends.values()),
             dependants=[x.decision for x in dependants],
-            revisions=self.traces.list_revisions(str(d.id)),
+            revisions=read[2] if read is not None else self.traces._revisions(str(d.task_id), d.choice_key),
             history=history,
             choices=self.support_choices(d),
             name=decision_name(d),

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from core.knowledge import decode_evidence_id
 from core.models import Decision
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
-from core.review_views import SupersedeChoices
+from core.review_views import DecisionReview, SupersedeChoices
 
 from .. import access
 from ..forms import WRITE_ERRORS, CiteInsteadForm, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
@@ -37,14 +37,19 @@ PAGE = "reviewer/decision.html"
 @login_required
 def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
     p = _project(request, project)
-    d = _decision_or_404(p, decision_id)
-    return render(request, PAGE, _decision_context(request, p, d))
+    with p.views.remembering():  # the review and the supersede choices read the same documents
+        review = p.views.decision_review_of(decision_id)  # the decision read once, with what its review needs
+        if review is None:
+            raise Http404("no such decision")
+        return render(request, PAGE, _decision_context(request, p, review.decision, review=review))
 
 
-def _decision_context(request: HttpRequest, p: Project, d: Decision, **forms: Any) -> dict[str, Any]:
+def _decision_context(
+    request: HttpRequest, p: Project, d: Decision, *, review: DecisionReview | None = None, **forms: Any
+) -> dict[str, Any]:
     reviewer = access.can(request.user, access.REVIEWER, p.id)
     with p.views.remembering():  # the review and the supersede choices read the same documents
-        review = p.views.decision_review(d)
+        review = review or p.views.decision_review(d)
         choices = p.views.supersede_choices(d) if reviewer and review.actions.supersede else None
     supersede_form = forms.get("supersede") or (_supersede_form(d, choices) if choices else None)
     return {

@@ -203,3 +203,27 @@ def test_the_document_pages_citers_are_a_range_of_the_citations_index_on_neo4j(
         ops = plan_of(neo4j_store, *citers[0])
         assert any(op.startswith("DirectedRelationshipIndexSeek") and "version_id, pos" in op for op in ops), ops
         assert not [op for op in ops if op.split()[0] in (*SCANS, "Sort", "Top", "PartialSort", "Expand(All)")], ops
+
+
+def test_the_decision_page_and_task_view_reads_use_indexes_on_neo4j(neo4j_store: GraphStore, project: str) -> None:
+    """The statements that fold several reads into one (issue 18: the
+    decision with its support history, revisions and dependants; the task
+    with its kept counters, the task with its page of events) reach each
+    part through an index, not a scan."""
+    from core.review_views import ReviewViews
+
+    recording = Recording(neo4j_store)
+    views = ReviewViews(recording, project_id=project, agent_id="reviewer")  # type: ignore[arg-type]
+    history = ConversationHistory(recording, project_id=project, agent_id="reviewer")  # type: ignore[arg-type]
+    first = views.traces.list_decisions_for_review(limit=1).decisions[0]
+    for name, read in {
+        "decision page": lambda: views.decision_review_of(first.id),
+        "task view": lambda: history.get_task("task-1"),
+        "task log": lambda: history.list_events("task-1"),
+    }.items():
+        read()
+        recording.reads.clear()
+        assert read() is not None, name
+        for query, params in recording.reads:
+            ops = plan_of(neo4j_store, query, params)
+            assert not [op for op in ops if op.split()[0] in SCANS], f"{name} scans a label: {query}\n{ops}"
