@@ -137,7 +137,7 @@ class DecisionReads:
         state: ReviewState | str | None = None,
         root_cause: str | None = None,
         queue_size: int | None = None,
-        causes: dict[str, str] | None = None,
+        rows: dict[str, dict[str, Any]] | None = None,
         count_after: bool = False,
         task_open: int | None = None,
     ) -> DecisionReviewList:
@@ -145,8 +145,9 @@ class DecisionReads:
         the whole queue when the caller has just read it (a page that shows
         the counters too), which saves reading it again; ``task_open``: the
         same for the task's part of the queue (its kept ``open``);
-        ``causes``: filled with each listed decision's root cause ("" for
-        none), by id. ``count_after``: the caller reads the kept counters
+        ``rows``: filled with each listed decision's row, by id: its fields
+        and its review bookkeeping (``cause``: its root cause, "" for none,
+        and what ``_workbench`` reads for its actions). ``count_after``: the caller reads the kept counters
         after the page (with its groups' sizes, in one round trip): on Neo4j,
         whose page of the whole queue (or of one task's) needs no count, it
         is read without one, and ``count`` and ``truncated`` say only what
@@ -177,7 +178,7 @@ class DecisionReads:
         task_only = task_name is not None and len(where) == base + 1
         kept: int | None = None
         if (whole_queue or task_only) and count_after and queue_size is None and not self.store.graph_per_project:
-            decisions = self._queue_page(where[1:], params, 0, scope=None, causes=causes)
+            decisions = self._queue_page(where[1:], params, 0, scope=None, rows=rows)
             return DecisionReviewList(decisions=decisions, count=offset + len(decisions))
         if whole_queue:
             kept = queue_size if queue_size is not None else _counters.open_count(self.store, self.project_id)
@@ -197,7 +198,7 @@ class DecisionReads:
         if not count or offset >= count:
             return DecisionReviewList(count=count)
         scope = "" if whole_queue else params["tid"] if task_only else None
-        decisions = self._queue_page(where[1:], params, count, scope=scope, causes=causes)
+        decisions = self._queue_page(where[1:], params, count, scope=scope, rows=rows)
         return DecisionReviewList(decisions=decisions, count=count, truncated=offset + len(decisions) < count)
 
     def _queue_page(
@@ -207,7 +208,7 @@ class DecisionReads:
         count: int,
         *,
         scope: str | None,
-        causes: dict[str, str] | None = None,
+        rows: dict[str, dict[str, Any]] | None = None,
     ) -> list[Decision]:
         """One page of the queue in ``queue_pos`` order.
 
@@ -221,16 +222,20 @@ class DecisionReads:
         None for other filters, which start from the whole queue's head), and
         checked with a count of the empty range below it: positions only
         grow, and a decision leaving the queue only moves the head up.
-        ``causes`` (when given) is filled with each decision's root cause."""
-        rows = self._queue_rows(where, params, count, scope=scope)
-        if causes is not None:
-            causes.update((r["id"], r["cause"]) for r in rows)
-        return [_decision(r) for r in rows]
+        ``rows`` (when given) is filled with each decision's row."""
+        found = self._queue_rows(where, params, count, scope=scope)
+        if rows is not None:
+            rows.update((r["id"], r) for r in found)
+        return [_decision(r) for r in found]
 
     def _queue_rows(
         self, where: list[str], params: dict[str, Any], count: int, *, scope: str | None
     ) -> list[dict[str, Any]]:
-        fields = f"{_DECISION_FIELDS}, coalesce(d.root_cause, '') AS cause"
+        fields = (
+            f"{_DECISION_FIELDS}, coalesce(d.root_cause, '') AS cause, d.root_cause AS root_cause, "
+            "d.queued AS queued, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
+            "d.superseded_by AS superseded_by"
+        )
         order = f"WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN {fields}"
         filters = "".join(f" AND {w}" for w in where)
         if not self.store.graph_per_project:

@@ -83,6 +83,9 @@ class QueuePage(_View):
     counts: dict[str, int]
     #: how many open decisions each of the page's root causes holds now
     sizes: dict[str, int] = {}
+    #: each decision's row as read with the page, by id: what its actions
+    #: need (``review_actions_many(..., rows=)``) is not read again
+    review_rows: dict[str, dict[str, Any]] = {}
 
 
 class _Memo:

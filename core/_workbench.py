@@ -220,13 +220,17 @@ class WorkbenchViews:
     def review_actions(self, decision: Decision) -> ReviewActions:
         return self.review_actions_many([decision])[str(decision.id)]
 
-    def review_actions_many(self, decisions: list[Decision]) -> dict[str, ReviewActions]:
+    def review_actions_many(
+        self, decisions: list[Decision], *, rows: dict[str, dict[str, Any]] | None = None
+    ) -> dict[str, ReviewActions]:
         """The actions that can succeed now on each decision, and why
         reaffirming cannot when it cannot: the rule of ``reaffirm_decision``
         (its review finished, every current support confirmed against the
         current text, every decision it depends on active, clear and
-        reviewed), read in a few queries for a whole page of decisions."""
-        facts = self._facts(decisions)
+        reviewed), read in a few queries for a whole page of decisions.
+        ``rows``: the decisions' rows with their review bookkeeping, as a
+        page of the queue read them (``QueuePage.review_rows``), by id."""
+        facts = self._facts(decisions, rows=rows)
         return {str(d.id): self._actions(d, facts) for d in decisions}
 
     def _facts(

@@ -268,7 +268,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         # page's count), the sizes after
         later = not (reason or state or cause) and not self.store.graph_per_project
         counts = None if later else self.traces.review_counts()
-        causes: dict[str, str] = {}
+        rows: dict[str, dict[str, Any]] = {}
         offset = (page - 1) * page_size
         result = self.traces._review_list(
             task,
@@ -278,12 +278,12 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             state=state,
             root_cause=cause,
             queue_size=None if counts is None else counts["needs_review"] + counts["unknown"],
-            causes=causes,
+            rows=rows,
             count_after=later,
         )
         groups: list[tuple[str, list[Decision]]] = []
         for d in result.decisions:
-            key = causes.get(str(d.id), "")
+            key = rows[str(d.id)]["cause"] if str(d.id) in rows else ""
             if groups and groups[-1][0] == key:
                 groups[-1][1].append(d)
             else:
@@ -309,6 +309,7 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             pages=max(1, -(-result.count // page_size)),
             counts=counts,
             sizes=sizes,
+            review_rows=rows,
         )
 
     def root_causes(self, decisions: list[Decision]) -> dict[str, str]:

@@ -79,7 +79,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
             "flow": True,
             "filters_qs": urlencode(q.filters),
             # the card's honest actions (decision workbench); a viewer is offered none
-            "actions": p.views.review_actions_many(q.result.decisions)
+            "actions": p.views.review_actions_many(q.result.decisions, rows=q.review_rows)
             if access.can(request.user, access.REVIEWER, project)
             else {},
             **CARD_QUIET,

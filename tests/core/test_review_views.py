@@ -163,6 +163,12 @@ def test_a_page_of_the_queue_reads_its_counters_and_group_sizes_with_its_page(wo
     [(cause, [first])] = page.groups
     assert page.sizes == v.group_sizes([cause]) and page.sizes[cause] >= 1
     assert v.root_causes([first]) == {str(first.id): cause}
+    # the cards' actions from the rows the page read, as from reading the decisions again
+    recording.reads.clear()
+    reading = ReviewViews(recording, project_id=world.project_id, agent_id="r")  # type: ignore[arg-type]
+    actions = reading.review_actions_many(page.result.decisions, rows=page.review_rows)
+    assert not [q for q, _ in recording.reads if "MATCH (d:Decision {id: id})" in q]
+    assert actions == v.review_actions_many(page.result.decisions)
     # one task's: its kept count, in as many round trips
     views(world).queue_page(task="billing", page_size=1)
     recording.reads.clear()
