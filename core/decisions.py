@@ -155,7 +155,8 @@ class DecisionTraces(DecisionReads):
         norms = {a["norm"] for a in active}
         tx.write(
             "MERGE (ch:Choice {id: $id}) "
-            f"WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, {1 if len(norms) > 1 else 0} AS now "
+            # ``now`` a parameter, not text: one statement (one plan on Neo4j) whatever the flag
+            "WITH ch, CASE WHEN ch.conflict = true THEN 1 ELSE 0 END AS was, $now AS now "
             "SET ch.project_id = $p, ch.key = $key, ch.active = $n, ch.conflict = $conflict, ch.updated_at = $at"
             + _conflict_keys.moved(self.store),
             {
@@ -164,6 +165,7 @@ class DecisionTraces(DecisionReads):
                 "key": choice_key,
                 "n": len(active),
                 "conflict": True if len(norms) > 1 else None,
+                "now": 1 if len(norms) > 1 else 0,
                 "at": at,
                 "qid": _counters.queue_node_id(self.project_id),
             },
