@@ -233,6 +233,10 @@ class WorkbenchViews:
         facts = self._facts(decisions, rows=rows)
         return {str(d.id): self._actions(d, facts) for d in decisions}
 
+    def _by_id(self, query: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The rows ``query`` reads for ``$ids``, by their ``id``."""
+        return {r["id"]: r for r in self.store.read(self.project_id, query, {"ids": ids})}
+
     def _facts(
         self,
         decisions: list[Decision],
@@ -261,16 +265,12 @@ class WorkbenchViews:
         unread = [str(d.id) for d in decisions if str(d.id) not in f.nodes]
         if unread:
             f.nodes.update(
-                {
-                    r["id"]: r
-                    for r in self.store.read(
-                        self.project_id,
-                        "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queued AS queued, "
-                        "d.root_cause AS cause, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
-                        "d.superseded_by AS superseded_by",
-                        {"ids": unread},
-                    )
-                }
+                self._by_id(
+                    "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queued AS queued, "
+                    "d.root_cause AS cause, d.rejected_at AS rejected_at, d.superseded_at AS superseded_at, "
+                    "d.superseded_by AS superseded_by",
+                    unread,
+                )
             )
         active = [d for d in decisions if d.status.value == "active"]
         docs = [s for d in active for s in d.supports if isinstance(s, DocumentSupport)]
@@ -287,15 +287,11 @@ class WorkbenchViews:
             unread = sorted({str(s.document_node_id) for s in docs} - set(known))
             if unread:
                 f.docs.update(
-                    {
-                        r["id"]: r
-                        for r in self.store.read(
-                            self.project_id,
-                            "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.key AS key, "
-                            "d.activation_seq AS seq, d.deleted_at AS deleted_at",
-                            {"ids": unread},
-                        )
-                    }
+                    self._by_id(
+                        "UNWIND $ids AS id MATCH (d:Document {id: id}) RETURN d.id AS id, d.key AS key, "
+                        "d.activation_seq AS seq, d.deleted_at AS deleted_at",
+                        unread,
+                    )
                 )
             wanted: set[tuple[str, int]] = set()
             for s in docs:
@@ -316,14 +312,10 @@ class WorkbenchViews:
                     if r["text"] is not None:
                         self.graph.keep_version_text(version_id(doc, seq), r["text"])
         if events:
-            f.events = {
-                r["id"]: r
-                for r in self.store.read(
-                    self.project_id,
-                    "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.redacted_at AS redacted_at",
-                    {"ids": sorted({str(s.event_id) for s in events})},
-                )
-            }
+            f.events = self._by_id(
+                "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.redacted_at AS redacted_at",
+                sorted({str(s.event_id) for s in events}),
+            )
         if deps or replaced:
             f.deps = self.traces.get_decisions([*deps, *replaced])
             queued = (
