@@ -7,6 +7,7 @@ embedded store, reopening restarts its server on the same data directory).
 
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -98,9 +99,12 @@ def stop_on_sigterm() -> None:
     """Make SIGTERM end this process as ``sys.exit`` does, so ``finally``
     blocks and exit handlers run and the store is closed (the embedded server
     stops when this was its last user). Python's default for SIGTERM ends the
-    process on the spot, leaving the embedded server running."""
+    process on the spot, leaving the embedded server running. A shutdown
+    still running 20 s later prints every thread's stack to standard error,
+    to show what it waits on."""
 
     def _exit(signum: int, frame: object) -> None:
+        faulthandler.dump_traceback_later(20)
         sys.exit(128 + signum)
 
     signal.signal(signal.SIGTERM, _exit)

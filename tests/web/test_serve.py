@@ -102,14 +102,15 @@ def alive(pid: int) -> bool:
         return False
 
 
-def stop(process: subprocess.Popen[str], timeout: float = 60) -> int:
+def stop(process: subprocess.Popen[str], timeout: float = 60, log: Path | None = None) -> int:
     process.send_signal(signal.SIGTERM)
     try:
         return process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-        pytest.fail("the server did not stop within a minute of SIGTERM")
+        said = log.read_text()[-6000:] if log is not None and log.exists() else ""
+        pytest.fail(f"the server did not stop within a minute of SIGTERM; its output (stacks after 20 s):\n{said}")
 
 
 def mode(path: Path) -> int:
@@ -339,7 +340,7 @@ def test_sigterm_to_up_stops_the_embedded_store(tmp_path: Path, when: str) -> No
         store_pid = int((data / "graph" / "falkordb.pid").read_text())
         assert alive(store_pid)
     finally:
-        stop(up)
+        stop(up, log=log)
     deadline = time.monotonic() + 30
     while alive(store_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
