@@ -192,19 +192,32 @@ class Replay:
         self.request_id = request_id
         self.fingerprint = fingerprint(operation, arguments)
 
+    #: a read's opening that finds the stored request (``request_fp`` and
+    #: ``request_result``, null when there is none) with ``$request``
+    #: (``node_id``), for a unit that reads it with its first read
+    FIRST = "OPTIONAL MATCH (rq:Request {id: $request}) WITH rq.fingerprint AS request_fp, rq.result AS request_result "
+
+    @property
+    def node_id(self) -> str | None:
+        return None if self.request_id is None else request_node_id(self.project_id, self.request_id)
+
     def lookup(self, tx: Tx) -> tuple[bool, str | None]:
         """(seen, stored result JSON). seen with no JSON means: reused."""
         if self.request_id is None:
             return False, None
         rows = tx.read(
-            "MATCH (r:Request {id: $id}) RETURN r.fingerprint AS fp, r.result AS result",
-            {"id": request_node_id(self.project_id, self.request_id)},
+            "MATCH (r:Request {id: $id}) RETURN r.fingerprint AS request_fp, r.result AS request_result",
+            {"id": self.node_id},
         )
-        if not rows:
+        return self.found(rows[0] if rows else {})
+
+    def found(self, row: dict[str, Any]) -> tuple[bool, str | None]:
+        """(seen, stored result JSON) from a row read with :attr:`FIRST`."""
+        if self.request_id is None or row.get("request_fp") is None:
             return False, None
-        if rows[0]["fp"] != self.fingerprint:
+        if row["request_fp"] != self.fingerprint:
             return True, None
-        return True, rows[0]["result"]
+        return True, row["request_result"]
 
     def remember(self, tx: Tx, result: BaseModel) -> None:
         if self.request_id is None:
@@ -245,10 +258,12 @@ def replayed(
     replay: Replay,
     result_type: type[R],
     reused: Callable[[], R],
+    row: dict[str, Any] | None = None,
 ) -> R | None:
     """The stored result of an earlier identical request, a refusal for a
-    reused id, or None when the write should go ahead."""
-    seen, stored = replay.lookup(tx)
+    reused id, or None when the write should go ahead. ``row``: what a read
+    opened with :attr:`Replay.FIRST` found (else the request is read here)."""
+    seen, stored = replay.lookup(tx) if row is None else replay.found(row)
     if not seen:
         return None
     if stored is None:

@@ -22,13 +22,13 @@ from . import _causes, _citations, _conflict_keys, _counters, _review
 from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
+    BOOKKEEPING,
     SUPPORTS,
     _decision,
     decision_arg,
     decision_fields,
     dump_supports,
     normalized,
-    read_decision,
     read_decisions,
     support_record_id,
     task_generation,
@@ -228,10 +228,16 @@ class DecisionTraces(DecisionReads):
         kept counters' lock comes first: every decision write changes them."""
         _counters.lock(tx, self.project_id)
         tx.lock("Decision", target)
-        earlier = c.replayed(tx, replay, result_type, _reused(result_type))
+        # the stored request and the decision in one read
+        row = tx.read(
+            f"{c.Replay.FIRST}OPTIONAL MATCH (d:Decision {{id: $id}}) WHERE d.project_id = $p "
+            f"RETURN request_fp, request_result, {decision_fields()}, {BOOKKEEPING}",
+            {"request": replay.node_id, "id": target, "p": self.project_id},
+        )[0]
+        earlier = c.replayed(tx, replay, result_type, _reused(result_type), row)
         if earlier is not None:
             return earlier, {}
-        old = read_decision(tx, self.project_id, target)
+        old = {k: v for k, v in row.items() if not k.startswith("request_")} if row["id"] is not None else None
         if old is None:
             return result_type(recorded=False, error=missing), {}
         if old["status"] != DecisionStatus.active.value:

@@ -54,14 +54,40 @@ class _Neo4jTx(Tx):
     def __init__(self, tx: Any) -> None:
         super().__init__()
         self._tx = tx
+        #: locks taken and not yet sent: they go with the unit's next statement
+        self._locks: list[tuple[str, str]] = []
 
     def _run_read(self, query: str, params: dict[str, Any]) -> list[Row]:
+        query, params = self._after_locks(query, params)
         return [_plain_row(record) for record in self._tx.run(query, params)]
 
     def _lock(self, label: str, node_id: str) -> None:
         # Setting and removing a property takes the node's write lock and
-        # leaves nothing behind.
-        self._tx.run(f"MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock", {"id": node_id}).consume()
+        # leaves nothing behind. Sent as the start of the unit's next
+        # statement, not alone: a lock is always followed by the reads it
+        # guards, and each statement is a round trip.
+        self._locks.append((label, node_id))
+
+    def _after_locks(self, query: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """``query`` preceded by the locks not yet sent, each in a unit
+        subquery: they run, in order, before anything the query reads (the
+        racing-units tests fail if a read overtakes its lock). A union runs
+        its parts separately, so the locks go alone before it."""
+        locks = self.unsent_locks()
+        if not locks:
+            return query, params
+        if _UNION.search(query):
+            for label, node_id in locks:
+                self._tx.run(_LOCK.format(label=label, id="$id"), {"id": node_id}).consume()
+            return query, params
+        prefix = [_LOCK_FIRST.format(label=label, i=i) for i, (label, _) in enumerate(locks)]
+        sent = {f"_lk{i}": node_id for i, (_, node_id) in enumerate(locks)}
+        return " ".join([*prefix, query]), {**params, **sent}
+
+    def unsent_locks(self) -> list[tuple[str, str]]:
+        """The locks not yet sent, now counted as sent."""
+        locks, self._locks = self._locks, []
+        return locks
 
     def _lock_kept(self, label: str, node_id: str, project_id: str) -> None:
         # Locked as above: Neo4j's documented way to serialize
@@ -73,11 +99,12 @@ class _Neo4jTx(Tx):
         # merges create one).
         # The statement that locks it reads it too (``kept_found``): a unit
         # that locks the counters to read them needs no second round trip.
-        found = self._tx.run(
+        query, params = self._after_locks(
             f"OPTIONAL MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock "
             "RETURN n IS NOT NULL AS found, properties(n) AS props",
             {"id": node_id},
-        ).single()
+        )
+        found = self._tx.run(query, params).single()
         if found and found["found"]:
             self.kept_found = _plain(found["props"])
         else:
@@ -87,6 +114,10 @@ class _Neo4jTx(Tx):
             ).consume()
 
 
+#: a node's write lock, as a statement and as the start of another one
+_LOCK = "MATCH (n:{label} {{id: {id}}}) SET n._lock = true REMOVE n._lock"
+_LOCK_FIRST = "CALL {{ MATCH (n:{label} {{id: $_lk{i}}}) SET n._lock = true REMOVE n._lock }}"
+_UNION = re.compile(r"\bUNION\b")
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 #: a write that returns rows, or holds a subquery or a union, is sent alone
 _NOT_A_UNIT = re.compile(r"\b(RETURN|CALL|UNION)\b")
@@ -221,7 +252,9 @@ class Neo4jStore(GraphStore):
         def run(tx: Any) -> T:
             unit = _Neo4jTx(tx)
             result = work(unit)
-            for query, params in _as_one(unit.writes):
+            # locks no read followed go first, with the writes
+            locks = [(_LOCK.format(label=label, id="$id"), {"id": node_id}) for label, node_id in unit.unsent_locks()]
+            for query, params in _as_one(locks + unit.writes):
                 tx.run(query, params).consume()
             return result
 

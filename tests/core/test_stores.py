@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -150,14 +151,19 @@ def test_reads_after_a_write_are_refused(store: GraphStore, items: str) -> None:
     assert count(store, items) == 0
 
 
-def test_racing_units_do_not_lose_an_update(store: GraphStore, items: str) -> None:
+@pytest.mark.parametrize("guard", [("Item", "counter"), ("Guard", "g")], ids=["lock-the-counter", "lock-another-node"])
+def test_racing_units_do_not_lose_an_update(store: GraphStore, items: str, guard: tuple[str, str]) -> None:
+    # Neo4j sends a lock with the unit's next statement: the read after it
+    # must still wait for the lock, also when it reads another node (a read
+    # run before the lock would see 0 in both units)
     store.write(items, "CREATE (:Item {project_id: $p, id: 'counter', value: 0})", {"p": items})
+    store.write(items, "CREATE (:Guard {project_id: $p, id: 'g'})", {"p": items})
     first_read = threading.Event()
     attempts: list[int] = []
 
     def increment(pause: float) -> None:
         def work(tx: Tx) -> int:
-            tx.lock("Item", "counter")
+            tx.lock(*guard)
             value = tx.read("MATCH (n:Item {project_id: $p, id: 'counter'}) RETURN n.value AS v", {"p": items})[0]["v"]
             attempts.append(value)
             first_read.set()
@@ -176,6 +182,33 @@ def test_racing_units_do_not_lose_an_update(store: GraphStore, items: str) -> No
     assert final[0]["v"] == 2
     # the loser ran again (FalkorDB) or waited for the lock (Neo4j): either way it saw 1
     assert 1 in attempts
+
+
+def test_reads_after_locks_answer_as_without_them(store: GraphStore, items: str) -> None:
+    # a lock on a node that is not there, several locks, a union after a
+    # lock, and a lock no read follows: each read answers, the writes land
+    store.write(items, "CREATE (:Item {project_id: $p, id: 'a', value: 1})", {"p": items})
+
+    def work(tx: Tx) -> list[Any]:
+        tx.lock("Item", "missing")
+        first = tx.read("MATCH (n:Item {project_id: $p}) RETURN n.id AS id", {"p": items})
+        tx.lock("Item", "a")
+        tx.lock("Item", "missing")
+        second = tx.read("UNWIND [1, 2] AS x RETURN x")
+        tx.lock("Item", "a")
+        both = tx.read("MATCH (n:Item {project_id: $p, id: 'a'}) RETURN n.value AS v UNION RETURN 7 AS v", {"p": items})
+        tx.lock("Item", "a")
+        tx.write("MATCH (n:Item {project_id: $p, id: 'a'}) SET n.value = 2", {"p": items})
+        return [first, second, sorted(r["v"] for r in both)]
+
+    first, second, both = store.transact(items, work)
+    assert first == [{"id": "a"}]
+    assert second == [{"x": 1}, {"x": 2}]
+    assert both == [1, 7]
+    assert store.read(items, "MATCH (n:Item {project_id: $p, id: 'a'}) RETURN n.value AS v", {"p": items}) == [{"v": 2}]
+    # the locks left no property behind
+    rows = store.read(items, "MATCH (n:Item {project_id: $p, id: 'a'}) RETURN keys(n) AS k", {"p": items})
+    assert "_lock" not in rows[0]["k"]
 
 
 def test_uniqueness_violation_is_reported(store: GraphStore, items: str) -> None:
