@@ -336,15 +336,9 @@ class DecisionReads:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict.
         The kept counters are read, not counted: one round trip."""
-        rows = self.store.read(
-            self.project_id,
-            "MATCH (q:ReviewQueue {id: $qid}) "
-            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, "
-            "q.conflicts AS conflicts",
-            {"qid": _counters.queue_node_id(self.project_id)},
-        )
-        if rows and all(rows[0][k] is not None for k in (*_counters.COUNTERS, "conflicts")):
-            return {k: int(rows[0][k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
+        counts = _counters.queue_counts(self.store, self.project_id)
+        if counts is not None:
+            return counts
         kept = _counters.kept_counts(self.store, self.project_id)  # never counted: count first
         return {
             "needs_review": kept["needs_review"],
