@@ -274,18 +274,48 @@ def replayed(
 R = TypeVar("R")
 
 
-def widening(read: Callable[[int, int], list[R]], *, n: int, near: int, far: int, width: int) -> list[R]:
+def widening(
+    read: Callable[[int, int], list[R]],
+    *,
+    n: int,
+    near: int,
+    far: int,
+    width: int,
+    skip: int = 0,
+    count: Callable[[int, int], int] | None = None,
+    bounded: bool = True,
+) -> list[R]:
     """Up to ``n`` rows nearest ``near`` from an index of whole numbers that
     gives no order (FalkorDB's range index): ranges from ``near`` towards
-    ``far`` (both included; a ``far`` below ``near`` reads downwards), eight
-    times wider each time, until one yields ``n`` or reaches ``far``.
-    ``read(lo, hi)`` reads ``[lo, hi]``, nearest first, at most ``n``. A
-    range that yields ``n`` holds every row nearer than its last, so the
-    answer is exact, and only the rows of the ranges read are sorted."""
+    ``far`` (both included; a ``far`` below ``near`` reads downwards), each
+    wider than the last, until one yields ``n`` or reaches ``far``. No range
+    passes ``far``, unless not ``bounded``: then the last runs on as far as
+    its growth takes it (a ``far`` that is an estimate, past which rows are
+    not expected but not refused). ``read(lo, hi)`` reads ``[lo, hi]``, nearest
+    first, at most ``n``, after passing over its ``skip`` nearest (a later
+    page). A range that yields ``n`` holds every row nearer than its last,
+    so the answer is exact, and only the rows of the ranges read are
+    sorted.
+
+    The next range is as wide as the density found says the answer needs
+    (``skip + n``), with half again as a margin: two to sixty-four times
+    wider, sixty-four when a range held none (positions far apart). A fixed
+    factor either reads many ranges (dense places thinned by settling) or
+    sorts up to a thousand times the answer (a bulk load gives consecutive
+    positions). A range that yielded nothing after passing over ``skip``
+    rows is counted with ``count(lo, hi)`` (needed when ``skip`` is given)
+    to learn how many it held."""
     up = far >= near
+    need = skip + n
     while True:
-        lo, hi = (near, min(far, near + width - 1)) if up else (max(far, near - width + 1), near)
+        lo, hi = (near, near + width - 1) if up else (near - width + 1, near)
+        if bounded:
+            lo, hi = (lo, min(far, hi)) if up else (max(far, lo), hi)
         rows = read(lo, hi)
-        if len(rows) >= n or (hi if up else lo) == far:
+        if len(rows) >= n or (hi >= far if up else lo <= far):
             return rows
-        width *= 8
+        if rows or not skip:
+            held = skip + len(rows)
+        else:  # every row of the range was passed over: how many were there?
+            held = count(lo, hi) if count else 0
+        width *= 64 if not held else max(2, min(64, -(-need * 3 // (held * 2))))

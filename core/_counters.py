@@ -423,9 +423,21 @@ _QUEUE_COUNTS = (
 
 
 def _queue_counts(row: dict[str, Any]) -> dict[str, int] | None:
+    """The counts of ``review_counts`` from a row of :data:`_QUEUE_COUNTS`;
+    None when one of them was never counted."""
     if any(row[k] is None for k in (*COUNTERS, "conflicts")):
         return None
     return {k: int(row[k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
+
+
+def queue_counts(store: Any, project_id: str) -> dict[str, int] | None:
+    """The counts of ``review_counts`` as kept, in one read; None when one
+    of them was never counted (``kept_counts`` and ``conflict_count`` count
+    first)."""
+    rows = store.read(
+        project_id, f"MATCH (q:ReviewQueue {{id: $qid}}) RETURN {_QUEUE_COUNTS}", {"qid": queue_node_id(project_id)}
+    )
+    return _queue_counts(rows[0]) if rows else None
 
 
 def counts_and_sizes(

@@ -252,64 +252,69 @@ class DecisionReads:
         if count > QUEUE_SORT_LIMIT:
             heads = _QUEUE_HEADS.setdefault(self.store, {})
             key = (self.project_id, scope)
-            head = heads.get(key)
-            project = self._scope("d")
-            below = filters if scope else project
-            if head is None and scope is None:
-                head, below = heads.get((self.project_id, "")), project
-            if (
-                head is not None
-                and self.store.read(
-                    self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
-                    {**params, "head": head},
-                )[0]["n"]
-            ):
-                head = None  # something entered below it (a clock set back): find it again
-            if head is None:
-                head = self.store.read(
-                    self.project_id,
-                    f"MATCH (d:Decision) WHERE d.review_open = true{filters} RETURN min(d.queue_pos) AS lo",
-                    params,
-                )[0]["lo"]
-            end = _review.Positions().base + (60_000 << 20)  # a minute from now: past every position
-            width = 1024
-            while head is not None and head < end:
-                rows = self.store.read(
-                    self.project_id,
-                    f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} "
-                    f"{order}, d.queue_pos AS pos",
-                    {**params, "lo": head, "top": head + width},
-                )
-                if rows and scope is not None and params["skip"] == 0:
-                    if len(heads) >= QUEUE_HEADS_KEPT:
-                        heads.clear()  # a hint: forgetting costs one scan each
-                    heads[key] = rows[0]["pos"]  # the head of this queue
-                if len(rows) == params["n"] or head + width >= end:
+            head = self._queue_head(heads, key, filters, params)
+            if head is not None and head < (end := _review.Positions().base + (60_000 << 20)):
+                span = f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters}"
+
+                def read(lo: int, hi: int) -> list[dict[str, Any]]:
+                    rows = self.store.read(
+                        self.project_id, f"{span} {order}, d.queue_pos AS pos", {**params, "lo": lo, "top": hi + 1}
+                    )
+                    if rows and scope is not None and params["skip"] == 0:
+                        if len(heads) >= QUEUE_HEADS_KEPT:
+                            heads.clear()  # a hint: forgetting costs one scan each
+                        heads[key] = rows[0]["pos"]  # the head of this queue
                     return rows
-                width = self._wider(width, rows, head, filters, params)
+
+                return c.widening(
+                    read,
+                    n=params["n"],
+                    near=head,
+                    far=end - 1,  # a minute from now: past every position, as far as is known
+                    width=1024,
+                    skip=params["skip"],
+                    count=lambda lo, hi: self.store.read(
+                        self.project_id, f"{span} RETURN count(d) AS n", {**params, "lo": lo, "top": hi + 1}
+                    )[0]["n"],
+                    bounded=False,
+                )
         return self.store.read(
             self.project_id, f"MATCH (d:Decision) WHERE d.review_open = true{filters} {order}", params
         )
 
-    def _wider(self, width: int, rows: list[Any], head: int, filters: str, params: dict[str, Any]) -> int:
-        """The next range of the queue's positions to read when ``[head,
-        head + width)`` held too few for the page: as wide as the density
-        found says the page needs, with a margin, where sixty-four times
-        wider could sort a thousand times the page (a bulk load gives
-        consecutive positions; settling makes them sparse). The count of
-        the range is read only when the page's rows all lay beyond it."""
-        need = params["skip"] + params["n"]
-        held = params["skip"] + len(rows) if rows else 0
-        if not rows and params["skip"]:
-            held = self.store.read(
+    def _queue_head(
+        self,
+        heads: dict[tuple[str, str | None], int],
+        key: tuple[str, str | None],
+        filters: str,
+        params: dict[str, Any],
+    ) -> int | None:
+        """Where the queue's ranges start: the head remembered for ``key``
+        (or the whole queue's, for other filters: see ``_queue_page``) while
+        nothing lies below it, else the lowest position queued with these
+        filters, read from the index (None when none is)."""
+        scope = key[1]
+        head = heads.get(key)
+        project = self._scope("d")
+        below = filters if scope else project
+        if head is None and scope is None:
+            head, below = heads.get((self.project_id, "")), project
+        if (
+            head is not None
+            and self.store.read(
                 self.project_id,
-                f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters} RETURN count(d) AS n",
-                {**params, "lo": head, "top": head + width},
+                f"MATCH (d:Decision) WHERE d.queue_pos < $head{below} RETURN count(d) AS n",
+                {**params, "head": head},
             )[0]["n"]
-        if not held:
-            return width * 64  # an empty range: positions far apart
-        return width * max(2, min(64, -(-need * 3 // (held * 2))))
+        ):
+            head = None  # something entered below it (a clock set back): find it again
+        if head is None:
+            head = self.store.read(
+                self.project_id,
+                f"MATCH (d:Decision) WHERE d.review_open = true{filters} RETURN min(d.queue_pos) AS lo",
+                params,
+            )[0]["lo"]
+        return head
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
         """For an overview: the counts of ``review_counts`` and the root
@@ -331,15 +336,9 @@ class DecisionReads:
         """For an overview: decisions needing review, reading unknown, still
         queued for review (review incomplete), and choice keys in conflict.
         The kept counters are read, not counted: one round trip."""
-        rows = self.store.read(
-            self.project_id,
-            "MATCH (q:ReviewQueue {id: $qid}) "
-            "RETURN q.needs_review AS needs_review, q.unknown AS unknown, q.queued AS queued, q.open AS open, "
-            "q.conflicts AS conflicts",
-            {"qid": _counters.queue_node_id(self.project_id)},
-        )
-        if rows and all(rows[0][k] is not None for k in (*_counters.COUNTERS, "conflicts")):
-            return {k: int(rows[0][k]) for k in ("needs_review", "unknown", "queued", "conflicts")}
+        counts = _counters.queue_counts(self.store, self.project_id)
+        if counts is not None:
+            return counts
         kept = _counters.kept_counts(self.store, self.project_id)  # never counted: count first
         return {
             "needs_review": kept["needs_review"],

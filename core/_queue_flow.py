@@ -214,19 +214,20 @@ class QueueFlowViews:
             )
             return after[0]["id"] if after else None
         # widening ranges of the position index after it, as the queue's pages are read
-        end, width = Positions().base + (60_000 << 20), 4096
-        while True:
-            after = self.store.read(
+        after = c.widening(
+            lambda lo, hi: self.store.read(
                 self.project_id,
                 f"MATCH (d:Decision) WHERE {where} AND d.queue_pos >= $lo AND d.queue_pos < $hi "
                 f"WITH d WHERE {_AFTER} WITH d ORDER BY d.queue_pos, d.id LIMIT 1 RETURN d.id AS id",
-                {**params, "id": str(decision_id), "pos": pos, "lo": pos - _MARGIN, "hi": pos + width},
-            )
-            if after:
-                return after[0]["id"]
-            if pos + width >= end:
-                return None
-            width *= 64
+                {**params, "id": str(decision_id), "pos": pos, "lo": lo, "hi": hi + 1},
+            ),
+            n=1,
+            near=pos - _MARGIN,
+            far=Positions().base + (60_000 << 20) - 1,  # a minute from now: past every position, as far as is known
+            width=_MARGIN + 4096,
+            bounded=False,
+        )
+        return after[0]["id"] if after else None
 
     def queue_progress(
         self,

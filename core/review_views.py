@@ -312,17 +312,6 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             review_rows=rows,
         )
 
-    def root_causes(self, decisions: list[Decision]) -> dict[str, str]:
-        """The root cause of each decision ("" when none), by decision id."""
-        if not decisions:
-            return {}
-        rows = self.store.read(
-            self.project_id,
-            "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.root_cause AS cause",
-            {"ids": [str(d.id) for d in decisions]},
-        )
-        return {r["id"]: r["cause"] or "" for r in rows}
-
     # -- a decision --------------------------------------------------------------
 
     @contextmanager

@@ -128,9 +128,18 @@ def _as_one(writes: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[st
     unit subquery (``CALL { ... }``, run in order, each seeing what the
     ones before it wrote), its parameters renamed apart. Each statement is
     a round trip, and a review action writes a dozen; FalkorDB sends a
-    unit's writes together anyway (MULTI ... EXEC). The ``UNWIND`` first
-    keeps a write that starts with ``WITH $x AS x`` from reading as a
-    subquery's importing ``WITH``."""
+    unit's writes together anyway (MULTI ... EXEC).
+
+    The ``UNWIND [0] AS _wN`` that opens each subquery is kept on purpose,
+    as a guard for older Neo4j 5 servers (any 5.x is supported: README,
+    docs/stores.md): a ``CALL { ... }`` body that begins with ``WITH``
+    reads as an importing ``WITH``, which may only name outer variables,
+    so a write that starts with ``WITH $x AS x`` would be refused
+    ("Importing WITH should consist only of simple references to outside
+    variables"). The scoped form that says the same without the guard,
+    ``CALL () { ... }``, came later in 5.x (5.23) and older servers reject
+    it. One row in, so each write runs once; drop the guard only when the
+    oldest server supported has the scoped form."""
     if len(writes) < 2 or any(_NOT_A_UNIT.search(query) for query, _ in writes):
         return writes
     parts: list[str] = []

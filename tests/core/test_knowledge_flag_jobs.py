@@ -7,6 +7,7 @@ sweep finishes the job, exactly once."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
@@ -180,6 +181,40 @@ def test_an_update_flags_the_citers_of_every_older_version_once(world: World, mo
     assert result.flagged_decision_ids == everyone
     committed_flags(calls, set(everyone))
     assert_flagged(world, everyone, ReviewReason.source_changed, _causes.document_cause("adr", 3))
+    check_counters(world)
+
+
+def test_a_write_flags_every_citer_of_thinned_places_once(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Citations whose places are far apart (a deleted task took nine of
+    every ten): each unit's batch, read on FalkorDB from widening ranges of
+    the places after the cursor, is the next citers in order, so every
+    citer is flagged once and none is passed over."""
+    world.history.create_task("gone", goal="deleted later")
+    kept: list[str] = []
+    for i in range(8):
+        kept += load_citers(world, 1, prefix=f"k{i}-")
+        load_citers(world, 9, task="gone", prefix=f"g{i}-")
+    assert world.retention.delete_task("gone", include_decisions=True, reason="gaps").recorded
+    places = sorted(
+        r["pos"]
+        for r in world.store.read(
+            world.project_id,
+            "UNWIND $ids AS id MATCH (d:Decision {id: id})-[r:CITES_DOC]->() RETURN r.pos AS pos",
+            {"ids": kept},
+        )
+    )
+    assert (
+        len(places) == 8 and min(b - a for a, b in itertools.pairwise(places)) == 10
+    )  # a batch's first range holds one
+    monkeypatch.setattr(_flag_jobs, "FLAG_BATCH", 3)
+    calls = flag_calls(monkeypatch)
+    result = world.graph.update("adr", "Preface.\n\n" + (world.graph.current_text("adr") or ""))
+    assert result.recorded and result.flagged_decision_ids == sorted(kept)
+    batches = [ids for i, ids in enumerate(calls) if not i or calls[i - 1] != ids]  # (a unit run again)
+    assert batches == [kept[:3], kept[3:6], kept[6:]]  # three units, each the next batch in place order
+    committed_flags(calls, set(kept))
+    assert_flagged(world, kept, ReviewReason.source_changed, _causes.document_cause("adr", 2))
+    assert job(world) is None
     check_counters(world)
 
 

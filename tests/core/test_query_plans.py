@@ -133,7 +133,7 @@ def test_the_review_pages_reads_use_indexes_and_index_order_on_neo4j(neo4j_store
     recording = Recording(neo4j_store)
     views = ReviewViews(recording, project_id=project, agent_id="reviewer")  # type: ignore[arg-type]
     first = views.traces.list_decisions_for_review().decisions
-    cause = views.root_causes(first)[str(first[0].id)]
+    cause = views.queue_page().review_rows[str(first[0].id)]["cause"]
     assert cause
     group = views.group_review(cause)
     assert group.count == 120 and len(group.items) == views.GROUP_SHOWN

@@ -133,7 +133,11 @@ def test_the_queue_page_groups_by_root_cause_and_ignores_unknown_filters(world: 
         ("document:adr:2", sorted([str(a.id), str(b.id)]))
     ]
     assert page.counts["needs_review"] == 2
-    assert views(world).root_causes([a]) == {str(a.id): "document:adr:2"}
+    # each card's row, read with the page, carries the root cause it is grouped under
+    assert {i: (r["root_cause"], r["cause"]) for i, r in page.review_rows.items()} == {
+        str(a.id): ("document:adr:2", "document:adr:2"),
+        str(b.id): ("document:adr:2", "document:adr:2"),
+    }
     one = views(world).queue_page(cause="document:adr:2", page=2, page_size=1)
     assert (one.page, one.pages, one.filters, len(one.result.decisions)) == (2, 2, {"cause": "document:adr:2"}, 1)
 
@@ -162,7 +166,8 @@ def test_a_page_of_the_queue_reads_its_counters_and_group_sizes_with_its_page(wo
     )
     [(cause, [first])] = page.groups
     assert page.sizes == v.group_sizes([cause]) and page.sizes[cause] >= 1
-    assert v.root_causes([first]) == {str(first.id): cause}
+    assert page.review_rows[str(first.id)]["root_cause"] == cause
+    assert str(first.id) in [str(i.decision.id) for i in v.group_review(cause).items]  # the group holds it
     # the cards' actions from the rows the page read, as from reading the decisions again
     recording.reads.clear()
     reading = ReviewViews(recording, project_id=world.project_id, agent_id="r")  # type: ignore[arg-type]

@@ -4,8 +4,14 @@ why not, the passages the supersede form offers, "cite revision N instead"."""
 
 from __future__ import annotations
 
+import itertools
 import re
+import time
+from typing import Any
 
+import pytest
+
+from core import _flag_jobs
 from core._supports import closest_match
 from core.review_views import ReviewViews
 
@@ -230,3 +236,55 @@ def test_the_next_decision_of_a_group_is_the_one_after_it_in_queue_order(world: 
     assert v.next_after_in_group(first, "document:zzz:9") is None
     assert v.next_after_in_group("00000000-0000-0000-0000-000000000000", cause) is None
     assert not hasattr(v, "next_in_group")  # one read of "the next in the group", not two
+
+
+def test_and_next_lands_on_the_next_of_the_group_over_thinned_and_far_apart_positions(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group flagged in units milliseconds apart (a document write's flag
+    job: a million positions a millisecond), thinned by settling every other
+    decision, with another group's decisions among its positions: from each
+    decision, "and next" is the next open one of the group in queue order
+    (on FalkorDB read through widening ranges of the position index)."""
+    monkeypatch.setattr(_flag_jobs, "FLAG_BATCH", 3)
+    world.graph.add("other", "other text")
+    other, got = world.cite("other", "other")
+    for i in range(3):
+        assert world.record("billing", f"o{i}", "c", supports=[other], fetched=[got]).recorded
+    doc, _ = world.cite("adr", PASSAGE)
+    world.traces.load_decisions(
+        [
+            {"task_name": "pick-db", "choice_key": f"k{i:02d}", "conclusion": "c", "rationale": "r", "supports": [doc]}
+            for i in range(18)
+        ]
+    )
+    real, units = _flag_jobs.continue_job, []
+
+    def later(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.003)  # each unit a few milliseconds after the last: millions of positions between
+        if len(units) == 1:
+            assert world.graph.update("other", "other changed").recorded  # another group among them
+        units.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_flag_jobs, "continue_job", later)
+    assert world.graph.update("adr", "Preface.\n\n" + ADR).recorded
+    monkeypatch.undo()
+    assert len(units) >= 5  # 18 citers in units of 3
+    cause, v = "document:adr:2", views(world)
+    whole = [str(d.id) for d in v.traces.list_decisions_for_review(None, limit=20, root_cause=cause).decisions]
+    for d in whole[3::2]:  # thinned past the first unit
+        assert world.traces.reject_decision(d, reason="thinned").recorded
+    group = [str(d.id) for d in v.traces.list_decisions_for_review(None, limit=20, root_cause=cause).decisions]
+    assert len(whole) == 18 and sorted(group) == sorted(set(whole) - set(whole[3::2]))
+    pos = {
+        r["id"]: r["pos"]
+        for r in world.store.read(
+            world.project_id,
+            "UNWIND $ids AS id MATCH (d:Decision {id: id}) RETURN d.id AS id, d.queue_pos AS pos",
+            {"ids": group},
+        )
+    }
+    assert max(pos[b] - pos[a] for a, b in itertools.pairwise(group)) > 64 * 4096  # ranges must widen
+    for a, b in zip(group, [*group[1:], None], strict=True):
+        assert v.next_after_in_group(a, cause) == b, group.index(a)
