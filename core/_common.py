@@ -271,11 +271,11 @@ def replayed(
     return result_type.model_validate_json(stored)
 
 
-R = TypeVar("R")
+W = TypeVar("W")  # a row of a widening read
 
 
 def widening(
-    read: Callable[[int, int], list[R]],
+    read: Callable[[int, int], list[W]],
     *,
     n: int,
     near: int,
@@ -284,7 +284,7 @@ def widening(
     skip: int = 0,
     count: Callable[[int, int], int] | None = None,
     bounded: bool = True,
-) -> list[R]:
+) -> list[W]:
     """Up to ``n`` rows nearest ``near`` from an index of whole numbers that
     gives no order (FalkorDB's range index): ranges from ``near`` towards
     ``far`` (both included; a ``far`` below ``near`` reads downwards), each
