@@ -14,7 +14,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from .base import (
@@ -55,6 +56,65 @@ def _require_client() -> None:
         raise GraphStoreMissingExtraError(
             f"the FalkorDB store needs the 'falkordb' package: pip install falkordb ({_IMPORT_ERROR})"
         )
+
+
+class _SchemaGate:
+    """Queries of a graph wait while this process changes its schema, and a
+    change waits for the queries already running. FalkorDB 4.16 can crash
+    (SIGSEGV in ``GraphContext_GetLabelID``) when a read is planned on a
+    graph while another connection creates an index on it: seen with the
+    purge sweep reading every project as a new project made its indexes.
+    A thread that changes a schema may query the same graph itself."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running: dict[str, int] = {}
+        self._changing: dict[str, int] = {}  # graph -> the thread changing it
+        self._mine = threading.local()
+
+    def _held(self) -> dict[str, int]:
+        held = getattr(self._mine, "held", None)
+        if held is None:
+            held = self._mine.held = {}
+        return held
+
+    @contextmanager
+    def query(self, key: str) -> Iterator[None]:
+        me = threading.get_ident()
+        held = self._held()
+        with self._cond:
+            # a thread already querying the graph (a unit's reads) goes on:
+            # the change waits for it
+            while not held.get(key) and self._changing.get(key, me) != me:
+                self._cond.wait()
+            self._running[key] = self._running.get(key, 0) + 1
+        held[key] = held.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+            with self._cond:
+                self._running[key] -= 1
+                if not self._running[key]:
+                    del self._running[key]
+                self._cond.notify_all()
+
+    @contextmanager
+    def change(self, key: str) -> Iterator[None]:
+        me = threading.get_ident()
+        mine = self._held().get(key, 0)
+        with self._cond:
+            while self._changing.get(key, me) != me:
+                self._cond.wait()
+            self._changing[key] = me
+            while self._running.get(key, 0) > mine:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                del self._changing[key]
+                self._cond.notify_all()
 
 
 def _is_constraint_error(message: str) -> bool:
@@ -114,6 +174,7 @@ class FalkorDBStore(GraphStore):
         self._graphs: dict[str, Any] = {}
         self._schema_done: set[tuple[str, Schema]] = set()
         self._lock = threading.Lock()
+        self._gate = _SchemaGate()
         self.ping()
 
     # -- plumbing ---------------------------------------------------------
@@ -137,7 +198,8 @@ class FalkorDBStore(GraphStore):
         text = params_header(params) + query if params else query
         command = "GRAPH.RO_QUERY" if read_only else "GRAPH.QUERY"
         try:
-            raw = execute(command, graph.name, text, "--compact")
+            with self._gate.query(graph.name):
+                raw = execute(command, graph.name, text, "--compact")
         except redis.ConnectionError as exc:
             raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
         except redis.ResponseError as exc:
@@ -190,7 +252,7 @@ class FalkorDBStore(GraphStore):
         constraint_failures = 0
         for attempt in range(max_attempts):
             try:
-                with self._redis.pipeline(transaction=True) as pipe:
+                with self._gate.query(key), self._redis.pipeline(transaction=True) as pipe:
                     pipe.watch(key)
                     tx = _FalkorTx(self, pipe, graph)
                     result = work(tx)
@@ -231,10 +293,11 @@ class FalkorDBStore(GraphStore):
     def ensure_schema(self, project_id: str, schema: Schema) -> None:
         if (project_id, schema) in self._schema_done:
             return
-        with self._lock:
+        graph = self._graph(project_id)
+        # the gate first: a unit waited for may itself set up another project
+        with self._gate.change(graph.name), self._lock:
             if (project_id, schema) in self._schema_done:
                 return
-            graph = self._graph(project_id)
             existing = self._existing_indexes(graph)
             for index in schema.indexes:
                 if index.ordered:

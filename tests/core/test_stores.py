@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
@@ -285,3 +286,74 @@ def test_unreachable_neo4j_names_the_url_without_password() -> None:
     message = str(info.value)
     assert "127.0.0.1:1" in message
     assert "hunter2-pw" not in message
+
+
+def test_reads_while_new_projects_are_set_up_leave_the_server_up(store: GraphStore) -> None:
+    # FalkorDB 4.16 crashed (SIGSEGV) planning a read of a graph while an
+    # index was made on it: the purge sweep reads every project as new ones
+    # are set up. Readers in three threads, projects set up meanwhile.
+    from core._schema import CORE_SCHEMA
+
+    made: list[str] = []
+    current = ["t-none"]
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def reader() -> None:
+        while not stop.is_set():
+            p = current[0]
+            try:
+                store.read(p, "MATCH (a:Activity) WHERE a.project_id = $p RETURN count(a) AS n", {"p": p})
+            except GraphStoreError as exc:
+                if "empty key" not in str(exc):  # a graph not made yet
+                    failures.append(str(exc))
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline and not failures:
+            current[0] = "t-" + uuid.uuid4().hex[:12]
+            made.append(current[0])
+            store.ensure_schema(current[0], CORE_SCHEMA)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        for p in made:
+            store.drop_project(p)
+    assert failures == []
+    store.ping()
+
+
+def test_a_read_waits_while_this_process_sets_up_the_graph(falkordb_store: GraphStore) -> None:
+    # the gate behind the test above, exactly: a read of a graph whose
+    # indexes this process is making waits until they are made
+    from core._schema import CORE_SCHEMA
+
+    store = falkordb_store
+    project = "t-" + uuid.uuid4().hex[:12]
+    store.write(project, "CREATE (:Item {project_id: $p, id: 'a'})", {"p": project})
+    real = store._exec_schema  # type: ignore[attr-defined]
+    began, done = threading.Event(), threading.Event()
+
+    def slow(graph: Any, query: str) -> None:
+        if not began.is_set():  # the first index takes a while
+            began.set()
+            time.sleep(0.3)
+        real(graph, query)
+
+    store._exec_schema = slow  # type: ignore[attr-defined]
+    try:
+        setup = threading.Thread(target=lambda: (store.ensure_schema(project, CORE_SCHEMA), done.set()))
+        setup.start()
+        assert began.wait(5)
+        rows = store.read(project, "MATCH (n:Item) RETURN n.id AS id")
+        finished_first = done.is_set()
+        setup.join()
+    finally:
+        del store._exec_schema  # type: ignore[attr-defined]
+        store.drop_project(project)
+    assert rows == [{"id": "a"}]
+    assert finished_first, "the read ran while the indexes were being made"
