@@ -56,6 +56,13 @@ class Positions:
     def last(self) -> int | None:
         return self.base + self.used - 1 if self.used else None
 
+    @staticmethod
+    def horizon() -> int:
+        """The position a unit would take a minute from now: past every
+        position given so far, as far as this clock knows (the end of the
+        queue's range reads; a clock set back can give ones beyond it)."""
+        return (int(time.time() * 1000) + 60_000) << 20
+
 
 def positions(tx: Tx, project_id: str) -> Positions:
     """The unit's queue positions (one source per unit), from the last one

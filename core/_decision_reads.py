@@ -253,7 +253,7 @@ class DecisionReads:
             heads = _QUEUE_HEADS.setdefault(self.store, {})
             key = (self.project_id, scope)
             head = self._queue_head(heads, key, filters, params)
-            if head is not None and head < (end := _review.Positions().base + (60_000 << 20)):
+            if head is not None and head < (end := _review.Positions.horizon()):
                 span = f"MATCH (d:Decision) WHERE d.queue_pos >= $lo AND d.queue_pos < $top{filters}"
 
                 def read(lo: int, hi: int) -> list[dict[str, Any]]:
@@ -270,7 +270,7 @@ class DecisionReads:
                     read,
                     n=params["n"],
                     near=head,
-                    far=end - 1,  # a minute from now: past every position, as far as is known
+                    far=end - 1,
                     width=1024,
                     skip=params["skip"],
                     count=lambda lo, hi: self.store.read(

@@ -223,7 +223,7 @@ class QueueFlowViews:
             ),
             n=1,
             near=pos - _MARGIN,
-            far=Positions().base + (60_000 << 20) - 1,  # a minute from now: past every position, as far as is known
+            far=Positions.horizon() - 1,
             width=_MARGIN + 4096,
             bounded=False,
         )

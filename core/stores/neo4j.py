@@ -77,8 +77,8 @@ class _Neo4jTx(Tx):
         if not locks:
             return query, params
         if _UNION.search(query):
-            for label, node_id in locks:
-                self._tx.run(_LOCK.format(label=label, id="$id"), {"id": node_id}).consume()
+            for statement, args in lock_statements(locks):
+                self._tx.run(statement, args).consume()
             return query, params
         prefix = [_LOCK_FIRST.format(label=label, i=i) for i, (label, _) in enumerate(locks)]
         sent = {f"_lk{i}": node_id for i, (_, node_id) in enumerate(locks)}
@@ -114,8 +114,13 @@ class _Neo4jTx(Tx):
             ).consume()
 
 
+def lock_statements(locks: list[tuple[str, str]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each lock as a statement of its own."""
+    return [(_LOCK.format(label=label), {"id": node_id}) for label, node_id in locks]
+
+
 #: a node's write lock, as a statement and as the start of another one
-_LOCK = "MATCH (n:{label} {{id: {id}}}) SET n._lock = true REMOVE n._lock"
+_LOCK = "MATCH (n:{label} {{id: $id}}) SET n._lock = true REMOVE n._lock"
 _LOCK_FIRST = "CALL {{ MATCH (n:{label} {{id: $_lk{i}}}) SET n._lock = true REMOVE n._lock }}"
 _UNION = re.compile(r"\bUNION\b")
 _PARAMETER = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -262,8 +267,7 @@ class Neo4jStore(GraphStore):
             unit = _Neo4jTx(tx)
             result = work(unit)
             # locks no read followed go first, with the writes
-            locks = [(_LOCK.format(label=label, id="$id"), {"id": node_id}) for label, node_id in unit.unsent_locks()]
-            for query, params in _as_one(locks + unit.writes):
+            for query, params in _as_one(lock_statements(unit.unsent_locks()) + unit.writes):
                 tx.run(query, params).consume()
             return result
 

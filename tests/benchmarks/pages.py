@@ -94,13 +94,15 @@ def store_memory(store: GraphStore) -> tuple[int, str]:
     return neo4j_files(home), "Neo4j store files on disk at the last checkpoint"
 
 
-def server_forks(store: GraphStore) -> int:
+def server_forks(store: GraphStore) -> tuple[int, float]:
     """How many times the FalkorDB server has forked (its index garbage
     collection and append-only file rewrites do; the server stops for the
-    fork itself, longer the more memory it holds); 0 on Neo4j."""
+    fork itself, longer the more memory it holds), and how many ms the last
+    fork stopped it; (0, 0) on Neo4j."""
     if store.backend != "falkordb":
-        return 0
-    return int(store._redis.info("stats")["total_forks"])  # type: ignore[attr-defined]
+        return 0, 0.0
+    stats = store._redis.info("stats")  # type: ignore[attr-defined]
+    return int(stats["total_forks"]), stats["latest_fork_usec"] / 1000
 
 
 def neo4j_files(home: str) -> int:
@@ -372,15 +374,17 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
     if args.seed_only:
         return
     project = spot["project"]
-    forks = server_forks(store)
+    forks_before, _last = server_forks(store)
     large_figures = measure_pages(store, project, client, **_where(spot), warm=args.warm)
-    forks = server_forks(store) - forks
+    forks, last = server_forks(store)
     floor = percentiles([_timed(lambda: store.read(project, "RETURN 1 AS one")) for _ in range(500)])[0]
     load = os.getloadavg()
     print(f"\n{title}: floor (store round trip, p50) {floor:.3f} ms; load average {load[0]:.2f} {load[1]:.2f}")
     if store.backend == "falkordb":
-        last = store._redis.info("stats")["latest_fork_usec"] / 1000  # type: ignore[attr-defined]
-        print(f"  the server forked {forks} times while the pages were timed (the last fork stopped it {last:.0f} ms)")
+        print(
+            f"  the server forked {forks - forks_before} times while the pages were timed "
+            f"(the last fork stopped it {last:.0f} ms)"
+        )
     large_label = f"{spot['what']}: p50 / p95, CPU"
     small_label = f"{args.small:,} decisions p50 / p95, CPU" if args.small else ""
     print(f"  {'page or action':28} {small_label:>34} {large_label}")
