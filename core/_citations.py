@@ -57,6 +57,17 @@ def prepare(tx: Tx, project_id: str, links: list[dict[str, Any]]) -> None:
     known.update({v: found.get(v) for v in wanted})
 
 
+def note_last(tx: Tx, found: dict[str, int | None]) -> None:
+    """The last places of versions a unit read for its own reasons (version
+    id -> ``cite_last``), kept for its :class:`Links` (so they need not read
+    them again) when it read them holding the counters' lock, as
+    :func:`prepare` would have."""
+    if tx.serializable or tx.kept_locked is not None:
+        known: dict[str, int | None] = tx.state.setdefault("cite_last", {})
+        for v, last in found.items():
+            known.setdefault(v, last)  # a place this unit gave already stands
+
+
 class Links:
     """The citations a unit will create (``{"d": decision id, "doc":
     document node id, "seq": version}`` each), one per decision and

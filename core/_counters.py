@@ -108,6 +108,22 @@ def _cause_of(row: dict[str, Any]) -> str | None:
     return (row.get("root_cause") or "") if row.get("open") else None
 
 
+def known_row(decision: dict[str, Any]) -> dict[str, Any]:
+    """A decision row read under the counters' lock (its fields and
+    bookkeeping, as :func:`core._decision_rows.read_decision` reads them) as
+    a :class:`Tally`'s ``known`` row: a unit that read the decision it
+    changes need not read it again to count it."""
+    return {
+        "id": decision["id"],
+        "task_id": decision["task_id"],
+        "status": decision["status"],
+        "open": bool(decision["review_open"]),
+        "state": decision["review_state"],
+        "queued": decision["queued"],
+        "root_cause": decision["root_cause"],
+    }
+
+
 def _counts_of(row: dict[str, Any]) -> tuple[int, ...]:
     """What one decision row (``status``, ``open``, ``state``, ``queued``)
     counts for, in the order of :data:`_ALL`."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from . import _citations
 from . import _common as c
 from ._evidence import (
     chunk_id,
@@ -261,14 +262,13 @@ def _revalidate_document(tx: Tx, s: DocumentSupport, review: dict[str, Any]) -> 
         return None
     seq = rows[0]["seq"]
     recorded_seq = s.recorded_activation_seq or seq
-    versions = {
-        r["seq"]: r
-        for r in tx.read(
-            "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) "
-            "RETURN v.activation_seq AS seq, v.text AS text, v.content_hash AS hash, v.chunk_starts AS starts",
-            {"ids": sorted({version_id(doc_id, seq), version_id(doc_id, recorded_seq)})},
-        )
-    }
+    rows = tx.read(
+        "UNWIND $ids AS vid MATCH (v:DocVersion {id: vid}) RETURN v.id AS id, v.activation_seq AS seq, "
+        "v.text AS text, v.content_hash AS hash, v.chunk_starts AS starts, v.cite_last AS last",
+        {"ids": sorted({version_id(doc_id, seq), version_id(doc_id, recorded_seq)})},
+    )
+    _citations.note_last(tx, {r["id"]: r["last"] for r in rows})  # the citation this unit adds is numbered from here
+    versions = {r["seq"]: r for r in rows}
     recorded, now_version = versions.get(recorded_seq), versions.get(seq)
     if recorded is None or now_version is None:
         return None

@@ -253,11 +253,14 @@ class DecisionTraces(DecisionReads):
         )
         return (rows[0]["rev"] or 0) + 1 if rows else 1
 
-    def _retire(self, tx: Tx, target: str, cause: str) -> tuple[list[dict[str, Any]], _counters.Tally]:
-        """Before a decision leaves the active set: its dependants to queue for
-        review, and the tally of it and them. Reads: call before writing."""
+    def _retire(self, tx: Tx, old: dict[str, Any], cause: str) -> tuple[list[dict[str, Any]], _counters.Tally]:
+        """Before a decision (``old``, its row read under the counters' lock)
+        leaves the active set: its dependants to queue for review, and the
+        tally of it and them. Reads: call before writing."""
+        target = old["id"]
         queued = _review.dependants(tx, [{"id": target, "cause": cause, "depth": 0}])
-        return queued, _counters.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=queued)
+        known = [_counters.known_row(old), *queued]
+        return queued, _counters.Tally(tx, self.project_id, [target, *(q["id"] for q in queued)], known=known)
 
     def _activity(self, tx: Tx, action: str, target: str, summary: str, reason: str | None, at: str) -> None:
         _review.log_activity(
@@ -407,7 +410,7 @@ class DecisionTraces(DecisionReads):
         target = old["id"]
         active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
         at = c.iso(c.now())
-        queued, tally = self._retire(tx, target, _causes.superseded_cause(target))
+        queued, tally = self._retire(tx, old, _causes.superseded_cause(target))
         numbers = _counters.take_numbers(tx, self.project_id, [old["task_id"]])
         generation = task_generation(tx, old["task_id"])
         _citations.prepare(tx, self.project_id, resolved.docs)
@@ -459,7 +462,7 @@ class DecisionTraces(DecisionReads):
                 return answer
             active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
             at = c.iso(c.now())
-            queued, tally = self._retire(tx, target, _causes.rejected_cause(target))
+            queued, tally = self._retire(tx, old, _causes.rejected_cause(target))
             tx.write(
                 "MATCH (d:Decision {id: $id}) SET d.status = 'rejected', d.rejection_reason = $reason, "
                 "d.rejected_by = $by, d.rejected_at = $at, d.review_state = 'clear' "
@@ -527,7 +530,7 @@ class DecisionTraces(DecisionReads):
             if renewed is None:
                 return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.cannot_revalidate)
             supports, links = renewed
-            tally = _counters.Tally(tx, self.project_id, [target])
+            tally = _counters.Tally(tx, self.project_id, [target], known=[_counters.known_row(old)])
             self._renew_supports(tx, old, supports, links, explanation, at)
             tally.settle(tx)
             self._activity(tx, "reaffirm", target, old["choice_key"], explanation, at)

@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from core.knowledge import decode_evidence_id
-from core.models import Decision
+from core.models import Decision, WriteErrorCode
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
 from core.review_views import DecisionReview, SupersedeChoices
 
@@ -243,20 +243,20 @@ def _following(p: Project, d: Decision) -> str | None:
 def _after_action(
     request: HttpRequest, p: Project, d: Decision, note: str, *, following: str | None = None
 ) -> HttpResponse:
-    """After a write: from the queue (htmx), the card; "and next", the next
-    decision of the same root-cause group (or the queue when the group is
-    done); else back where the person came from, or the decision page."""
+    """After a write (``d``: the decision as the write left it): from the
+    queue (htmx), the card; "and next", the next decision of the same
+    root-cause group (or the queue when the group is done); else back where
+    the person came from, or the decision page."""
     if request.htmx and not _wants_next(request):
-        fresh = p.traces.get_decision(str(d.id)).decision or d
         return render(
             request,
             CARD,
             {
-                "d": fresh,
+                "d": d,
                 "note": note,
                 "counts": p.traces.review_counts(),
                 "oob": True,
-                "actions": p.views.review_actions_many([fresh]),
+                "actions": p.views.review_actions_many([d]),
             },
         )
     messages.success(request, note)
@@ -281,11 +281,21 @@ def _go(request: HttpRequest, url: str) -> HttpResponse:
     return redirect(url)
 
 
-def _refused(request: HttpRequest, p: Project, d: Decision, form_name: str, form: Any, sentence: str) -> HttpResponse:
+def _refused(
+    request: HttpRequest,
+    p: Project,
+    d: Decision,
+    form_name: str,
+    form: Any,
+    sentence: str,
+    *,
+    read_again: bool = True,
+) -> HttpResponse:
     """The form again, beside the sentence, with what the person typed. The
-    decision is read again: a refusal often means someone else acted first,
-    and the page shows what they did."""
-    d = p.traces.get_decision(str(d.id)).decision or d
+    decision is read again (unless it was read after the refusal): a refusal
+    often means someone else acted first, and the page shows what they did."""
+    if read_again:
+        d = p.traces.get_decision(str(d.id)).decision or d
     if request.htmx and form_name != "supersede":
         context = {
             "d": d,
@@ -311,22 +321,27 @@ def _decision_action(
     name: str,
     form_class: Any,
     invalid: str,
-    act: Callable[[Project, Decision, dict[str, Any]], Any],
+    act: Callable[[Project, str, dict[str, Any]], Any],
     done: str,
 ) -> HttpResponse:
     """A reviewer's one-form action on a decision: role, form, core write,
-    then the card, the page or the next decision; refusals beside the form."""
+    then the card, the page or the next decision; refusals beside the form.
+    The decision is read before the write only when something needs it
+    then (a form to show again, "and next"): the write says when it is
+    missing, and returns it as it left it."""
     p = _project(request, project)
     access.require(request.user, access.REVIEWER, project)
-    d = _decision_or_404(p, decision_id)
     form = form_class(request.POST)
     if not form.is_valid():
-        return _refused(request, p, d, name, form, invalid)
-    following = _following(p, d) if _wants_next(request) else None
-    result = act(p, d, form.cleaned_data)
+        return _refused(request, p, _decision_or_404(p, decision_id), name, form, invalid, read_again=False)
+    following = _following(p, _decision_or_404(p, decision_id)) if _wants_next(request) else None
+    result = act(p, str(decision_id), form.cleaned_data)
     if not result.recorded:
-        return _refused(request, p, d, name, form, _refusal(p, d, result.error))
-    return _after_action(request, p, d, done, following=following)
+        if result.error is WriteErrorCode.decision_not_found:
+            raise Http404("no such decision")
+        d = _decision_or_404(p, decision_id)
+        return _refused(request, p, d, name, form, _refusal(p, d, result.error), read_again=False)
+    return _after_action(request, p, result.decision, done, following=following)
 
 
 @require_POST
@@ -339,8 +354,8 @@ def reaffirm(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
         "reaffirm",
         ReaffirmForm,
         "Check the form.",
-        lambda p, d, data: p.traces.reaffirm_decision(
-            str(d.id), explanation=data["explanation"], request_id=data["request_id"]
+        lambda p, target, data: p.traces.reaffirm_decision(
+            target, explanation=data["explanation"], request_id=data["request_id"]
         ),
         "Reaffirmed: the decision is clear again.",
     )
@@ -356,7 +371,7 @@ def reject(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse
         "reject",
         RejectForm,
         "Say why the decision is rejected.",
-        lambda p, d, data: p.traces.reject_decision(str(d.id), reason=data["reason"], request_id=data["request_id"]),
+        lambda p, target, data: p.traces.reject_decision(target, reason=data["reason"], request_id=data["request_id"]),
         "Rejected.",
     )
 

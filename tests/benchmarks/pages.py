@@ -182,6 +182,13 @@ def _where(spot: dict[str, Any]) -> dict[str, Any]:
 Figure = tuple[float, float, float]  # wall p50, wall p95, CPU per request (ms)
 
 
+#: each action is timed this many times (on decisions of its own): enough
+#: for its p95 not to be merely the slowest one
+ACTIONS_TIMED = 20
+#: each page is timed this many times (its p95: the sixth slowest)
+PAGE_VIEWS_TIMED = 100
+
+
 def measure_pages(
     store: GraphStore,
     project: str,
@@ -208,7 +215,7 @@ def measure_pages(
             out["decision (flagged)"] = _page(store, client, urls["decision (flagged)"])
     # actions, each on decisions of its own (queued ones not settled by an earlier run on a kept store)
     base = f"/p/{project}"
-    queue = traces.list_decisions_for_review(limit=20, offset=20).decisions
+    queue = traces.list_decisions_for_review(limit=3 * ACTIONS_TIMED, offset=20).decisions
 
     def calls(verb: str, decisions: list[Any]) -> list[tuple[str, dict[str, Any]]]:
         data: dict[str, Any] = {
@@ -231,11 +238,11 @@ def measure_pages(
         # each action runs three times, on decisions of their own, before it is timed: a
         # server that has been up a while has planned its statements (Neo4j plans each
         # unit's writes, sent as one statement, once per combination: 0.5-1.3 s here)
-        warmed = traces.list_decisions_for_review(limit=9, offset=40).decisions
+        warmed = traces.list_decisions_for_review(limit=9, offset=20 + 3 * ACTIONS_TIMED).decisions
         for n, verb in enumerate(verbs):
             for url, data in calls(verb, warmed[3 * n : 3 * n + 3]):
                 assert client.post(url, {**data, "request_id": uuid.uuid4().hex}).status_code == 302, url
-    actions = {verb: calls(verb, queue[6 * n : 6 * n + 6]) for n, verb in enumerate(verbs)}
+    actions = {verb: calls(verb, queue[ACTIONS_TIMED * n : ACTIONS_TIMED * (n + 1)]) for n, verb in enumerate(verbs)}
     for name, planned in actions.items():
         if not planned:
             continue  # a queue too short (a small set, or a kept one settled by many runs)
@@ -251,7 +258,7 @@ def measure_pages(
 def _page(store: GraphStore, client: Client, url: str) -> Figure:
     assert client.get(url).status_code == 200, url  # warm
     timer = Timer(store)
-    for _ in range(40):
+    for _ in range(PAGE_VIEWS_TIMED):
         with timer:
             response = client.get(url)
         assert response.status_code == 200, (url, response.status_code)

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.review_views import ReviewViews
 from core.stores import GraphStore
 
+from .test_citations import kept_right
+from .test_concurrency import _direct
 from .test_decisions import ADR, World, dep
 from .test_review_views import world  # noqa: F401  (the fixture)
 
@@ -32,6 +35,21 @@ class Counting:
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         self.reads.append(query)
         return self._store.read(project_id, query, params)
+
+    def transact(self, project_id: str, work: Any, **kwargs: Any) -> Any:
+        """A unit whose reads are kept too."""
+
+        def counted(tx: Any) -> Any:
+            run = tx._run_read
+
+            def read(query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+                self.reads.append(query)
+                return run(query, params)
+
+            tx._run_read = read
+            return work(tx)
+
+        return self._store.transact(project_id, counted, **kwargs)
 
     def reading(self, text: str) -> list[str]:
         return [q for q in self.reads if text in q]
@@ -145,3 +163,24 @@ def test_a_page_of_events_is_one_round_trip(world: World) -> None:
     )
     assert not history.list_events("no-such-task").found
     assert history.list_events("billing").found and history.list_events("billing").events == []
+
+
+def test_a_review_action_reads_its_decision_and_each_cited_version_once(world: World) -> None:
+    """A reaffirmation counts the decision it read first (the kept counters
+    need no second read of it) and numbers its new citation from the
+    versions it read to confirm the passage; a rejection counts it too."""
+    d = world.record("pick-db", "db", "Postgres").decision
+    other = world.record("billing", "db", "Postgres", supports=[EVENT]).decision
+    world.graph.update("adr", ADR + " Amended.")  # flags d; its passage still stands
+    counting = Counting(world.store)
+    traces = DecisionTraces(counting, project_id=world.project_id, agent_id="reviewer")  # type: ignore[arg-type]
+    reaffirmed = traces.reaffirm_decision(str(d.id))
+    assert reaffirmed.recorded, reaffirmed.error
+    assert len(counting.reading("MATCH (d:Decision")) == 1, counting.reads
+    assert len(counting.reading(":DocVersion")) == 1, counting.reads
+    counting.reads.clear()
+    assert traces.reject_decision(str(other.id), reason="not needed").recorded
+    assert len(counting.reading("MATCH (d:Decision {id: id})")) == 0, counting.reads
+    # what they counted and numbered is what a direct count finds
+    assert world.traces.review_counts()["needs_review"] == _direct(world.store, world.project_id)["needs_review"] == 0
+    kept_right(world)
