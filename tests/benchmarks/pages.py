@@ -215,7 +215,11 @@ def measure_pages(
             out["decision (flagged)"] = _page(store, client, urls["decision (flagged)"])
     # actions, each on decisions of its own (queued ones not settled by an earlier run on a kept store)
     base = f"/p/{project}"
-    queue = traces.list_decisions_for_review(limit=3 * ACTIONS_TIMED, offset=20).decisions
+    queue = [
+        d
+        for offset in range(20, 20 + 3 * ACTIONS_TIMED, 20)  # a page of the queue holds 20
+        for d in traces.list_decisions_for_review(limit=20, offset=offset).decisions
+    ]
 
     def calls(verb: str, decisions: list[Any]) -> list[tuple[str, dict[str, Any]]]:
         data: dict[str, Any] = {

@@ -227,3 +227,44 @@ def test_the_decision_page_and_task_view_reads_use_indexes_on_neo4j(neo4j_store:
         for query, params in recording.reads:
             ops = plan_of(neo4j_store, query, params)
             assert not [op for op in ops if op.split()[0] in SCANS], f"{name} scans a label: {query}\n{ops}"
+
+
+def test_the_review_actions_writes_find_their_nodes_by_index_on_neo4j(
+    neo4j_store: GraphStore, project: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A unit's writes go as one statement that is never planned again once
+    cached (``_as_one``): the plan made on a small store must already find
+    every node by an index, or a large store would keep scanning labels."""
+    from core.stores import neo4j as neo4j_module
+
+    sent: list[tuple[str, dict[str, Any]]] = []
+    as_one = neo4j_module._as_one
+
+    def recording(writes: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        out = as_one(writes)
+        sent.extend(out)
+        return out
+
+    monkeypatch.setattr(neo4j_module, "_as_one", recording)
+    traces = DecisionTraces(neo4j_store, project_id=project, agent_id="reviewer")
+    history = ConversationHistory(neo4j_store, project_id=project, agent_id="reviewer")
+    history.record_event("task-0", kind="message", role="user", payload="Which store?")
+    queue = traces.list_decisions_for_review(limit=3).decisions
+    cite = {"kind": "event", "task_name": "task-0", "seq": 1}
+    done = {
+        "reaffirm": traces.reaffirm_decision(str(queue[0].id), explanation="still holds"),
+        "reject": traces.reject_decision(str(queue[1].id), reason="not needed"),
+        "supersede": traces.supersede_decision(
+            str(queue[2].id), conclusion="MySQL", rationale="r", explanation="e", supports=[cite]
+        ),
+        "record": traces.record_decision(
+            task_name="task-1", choice_key="fresh", conclusion="Postgres", rationale="r", supports=[cite]
+        ),
+        "step": history.set_step("task-0", name="read", state="completed"),
+    }
+    assert all(result.recorded for result in done.values()), done
+    combined = [(q, p) for q, p in sent if q.startswith("CYPHER replan=skip")]
+    assert len(combined) >= len(done), [q[:80] for q, _ in sent]
+    for query, params in combined:
+        ops = plan_of(neo4j_store, query, params)
+        assert not [op for op in ops if op.split()[0] in SCANS], f"a write scans a label: {query}\n{ops}"

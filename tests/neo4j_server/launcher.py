@@ -68,11 +68,13 @@ class Neo4jServer:
             build()
         args = [
             java_binary(),
-            "-Xms256m",
+            # as Neo4j's own neo4j.conf runs it: the G1 collector, the heap
+            # its full size from the start (growing it is a full collection)
+            f"-Xms{heap}",
             f"-Xmx{heap}",
             f"-Dreviewer.pagecache={pagecache}",
             *([f"-Dreviewer.txtotal={tx_total}"] if tx_total else []),
-            "-XX:+UseParallelGC",
+            "-XX:+UseG1GC",
             "-cp",
             f"{TARGET / 'classes'}{os.pathsep}{TARGET / 'lib'}/*",
             "reviewer.neo4j.Launcher",
