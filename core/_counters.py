@@ -573,6 +573,18 @@ def take_numbers(tx: Tx, project_id: str, tids: list[str]) -> dict[str, int]:
     }
 
 
+def take_numbers_of_task(tx: Tx, project_id: str, tid: str) -> tuple[dict[str, int], int]:
+    """:func:`take_numbers` of one task, with the task's generation (0 when
+    no live task has that id) in the same read."""
+    lock(tx, project_id)
+    row = tx.read(
+        "OPTIONAL MATCH (t:Task {id: $id}) OPTIONAL MATCH (k:TaskDecisions {id: $id}) "
+        "RETURN t.generation AS g, k.seq AS seq",
+        {"id": tid},
+    )[0]
+    return ({tid: int(row["seq"])} if row["seq"] is not None else {}), int(row["g"] or 0)
+
+
 def number_new(tx: Tx, rows: list[dict[str, Any]], numbers: dict[str, int]) -> None:
     """Number new decisions (node rows with ``task_id``, not yet written) in
     order per task, from the tasks' last numbers (:func:`take_numbers`): sets

@@ -101,10 +101,11 @@ class _Memo:
         if name not in ("get_document", "version_text"):
             return real
 
-        def remembered(*args: Any) -> Any:
+        def remembered(*args: Any, **options: Any) -> Any:
+            # options only say what else to read on the way (``texts_of``)
             key = (name, args)
             if key not in self._seen:
-                self._seen[key] = real(*args)
+                self._seen[key] = real(*args, **options)
             return self._seen[key]
 
         return remembered

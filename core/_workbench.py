@@ -454,10 +454,11 @@ class WorkbenchViews:
         return self.traces.get_decision(rows[0]["id"]).decision if rows else None
 
     def _pick(self, index: int, s: DocumentSupport) -> PassagePick:
+        # the document with the recorded version's text and the current one's: one read
+        info = self.graph.get_document(s.document_key, texts_of=[s.recorded_activation_seq or 1])
         recorded = self._version_text(s) or ""
         start, end = self._cited_range(s, recorded)
         passage = recorded[start:end]
-        info = self.graph.get_document(s.document_key)
         if info is None or not info.live:
             return PassagePick(index=index, support=s, state="removed", passage=passage)
         if info.activation_seq == s.recorded_activation_seq:

@@ -31,7 +31,6 @@ from ._decision_rows import (
     normalized,
     read_decisions,
     support_record_id,
-    task_generation,
     write_new_decisions,
 )
 from ._schema import CORE_SCHEMA
@@ -411,8 +410,7 @@ class DecisionTraces(DecisionReads):
         active = [a for a in self._choice_state(tx, old["choice_key"]) if a["id"] != target]
         at = c.iso(c.now())
         queued, tally = self._retire(tx, old, _causes.superseded_cause(target))
-        numbers = _counters.take_numbers(tx, self.project_id, [old["task_id"]])
-        generation = task_generation(tx, old["task_id"])
+        numbers, generation = _counters.take_numbers_of_task(tx, self.project_id, old["task_id"])
         _citations.prepare(tx, self.project_id, resolved.docs)
         tx.write(
             "MATCH (d:Decision {id: $id}) SET d.status = 'superseded', d.superseded_at = $at "

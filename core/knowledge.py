@@ -23,7 +23,7 @@ and a document cited by more keeps an open flag job (``source_status``
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -413,25 +413,39 @@ class Graph:
         info = self.get_document(key)
         return SourceState.unknown if info is None else info.state
 
-    def get_document(self, key: str) -> DocumentInfo | None:
+    def get_document(self, key: str, *, texts_of: Sequence[int] = ()) -> DocumentInfo | None:
         """The document's current state: ``current`` or ``deleted`` once its
         last write is complete; while that write's flag job is open
         (``_flag_jobs``: its citers are flagged in units) ``pending``, or
         ``failed`` when the job's lease expired (its writer stopped; the
         next write of the document, a retry or the review sweep finishes
-        it). ``deleted_at`` tells whether a version is live meanwhile."""
+        it). ``deleted_at`` tells whether a version is live meanwhile.
+
+        ``texts_of``: versions whose texts the caller reads next; they and
+        the current version's come in the same statement, kept for
+        :meth:`version_text`."""
         key = c.text(key, "key")
+        seqs = sorted({c.integer(seq, "activation_seq") for seq in texts_of})
+        texts = (
+            "WITH d, j OPTIONAL MATCH (v:DocVersion {document_id: $id}) "
+            "WHERE v.activation_seq = d.activation_seq OR v.activation_seq IN $seqs "
+            if seqs
+            else ""
+        )
         rows = self.store.read(
             self.project_id,
             "MATCH (d:Document {id: $id}) OPTIONAL MATCH (j:FlagJob {id: $id}) "
-            "RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
+            f"{texts}RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
             "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at, "
-            "j.lease_until AS lease_until",
-            {"id": document_node_id(self.project_id, key)},
+            "j.lease_until AS lease_until" + (", collect([v.id, v.text]) AS texts" if seqs else ""),
+            {"id": document_node_id(self.project_id, key), "seqs": seqs},
         )
         if not rows:
             return None
         row = rows[0]
+        for vid, text in row.pop("texts", None) or []:
+            if vid is not None and text is not None:
+                self.keep_version_text(vid, text)
         lease = row.pop("lease_until")
         if lease is not None:
             state = SourceState.failed if _flag_jobs.lease_expired(lease) else SourceState.pending

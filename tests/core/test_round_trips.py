@@ -184,3 +184,19 @@ def test_a_review_action_reads_its_decision_and_each_cited_version_once(world: W
     # what they counted and numbered is what a direct count finds
     assert world.traces.review_counts()["needs_review"] == _direct(world.store, world.project_id)["needs_review"] == 0
     kept_right(world)
+
+
+def test_the_supersede_forms_passage_reads_its_document_and_both_texts_at_once(world: World) -> None:
+    """Each cited document, its current text and the recorded one, for the
+    supersede form (and its post): one statement, the same choices."""
+    d = world.record("pick-db", "db", "Postgres").decision
+    world.graph.update("adr", "Preface.\n\n" + ADR)
+    d = world.traces.get_decision(str(d.id)).decision
+    counting = Counting(world.store)
+    views = ReviewViews(counting, project_id=world.project_id, agent_id="reviewer")  # type: ignore[arg-type]
+    [pick] = views.supersede_choices(d).documents
+    assert (pick.state, pick.version, pick.text) == ("moved", 2, "Preface.\n\n" + ADR)
+    assert pick.passage == pick.candidate and pick.candidate in ADR
+    assert len(counting.reading("DocVersion")) == 1, counting.reads
+    assert len(counting.reading(":Document {id:")) == 1, counting.reads
+    assert views.supersede_choices(d) == ReviewViews(world.store, project_id=world.project_id).supersede_choices(d)
