@@ -224,6 +224,11 @@ class GraphStore(ABC):
     #: Whether each project is a graph of its own (FalkorDB), so a query need
     #: not filter on ``project_id`` (Neo4j keeps every project in one graph).
     graph_per_project: bool = False
+    #: Whether the client finds a dead connection by itself and runs what
+    #: failed on a new one (the Neo4j driver's pool and managed
+    #: transactions), so a handle never needs reopening and an action need
+    #: not ping before it begins.
+    reconnects: bool = False
 
     @abstractmethod
     def read(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:

@@ -180,6 +180,7 @@ def _plain(value: Any) -> Any:
 
 class Neo4jStore(GraphStore):
     backend = "neo4j"
+    reconnects = True
 
     def __init__(
         self,

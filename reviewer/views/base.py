@@ -36,14 +36,16 @@ class Project:
     #: a page that only reads (GET, HEAD) skips the ping: if the process's
     #: handle has died, its first read fails and the page is asked once
     #: more on a reopened store (``StoreUnavailableMiddleware``); an action
-    #: pings first, so a dead handle never fails half of it
+    #: pings first, so a dead handle never fails half of it, unless the
+    #: store's client reconnects by itself (Neo4j: a round trip saved)
     reads_only: bool = False
 
     @cached_property
     def store(self) -> Any:
         if self.checked is not None:
             return self.checked
-        return get_store() if self.reads_only else check_store()
+        store = get_store()
+        return store if self.reads_only or store.reconnects else check_store()
 
     @cached_property
     def agent(self) -> str:

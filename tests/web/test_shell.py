@@ -196,3 +196,47 @@ def test_a_page_whose_store_stays_down_is_the_503_page_after_one_more_try(client
     client.force_login(member)
     response = client.get(reverse("overview", kwargs={"project": "some-project"}))
     assert response.status_code == 503 and "graph store is not answering" in response.content.decode()
+
+
+def test_an_action_on_a_store_whose_client_reconnects_asks_no_ping_first(
+    client: Client, db: None, neo4j_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Neo4j driver finds a dead connection by itself and runs the unit
+    again on a new one: a ping before each action would be a round trip for
+    nothing. The action is recorded all the same."""
+    import uuid
+
+    from core.decisions import DecisionTraces
+    from core.history import ConversationHistory
+    from core.stores import open_store
+    from reviewer import store as reviewer_store
+
+    from .conftest import make_user
+
+    store = open_store(neo4j_url)  # a handle of its own: this test may close it
+    project = "shell-" + uuid.uuid4().hex[:8]
+    try:
+        assert store.reconnects
+        monkeypatch.setattr(reviewer_store, "_store", store)
+        history = ConversationHistory(store, project_id=project, agent_id="agent")
+        history.create_task("pick", goal="Pick a store")
+        history.record_event("pick", kind="message", role="user", payload="Which store?")
+        traces = DecisionTraces(store, project_id=project, agent_id="agent")
+        d = traces.record_decision(
+            "pick",
+            choice_key="db",
+            conclusion="Postgres",
+            rationale="r",
+            supports=[{"kind": "event", "task_name": "pick", "seq": 1}],
+        ).decision
+        client.force_login(make_user("rev", "reviewer", [project]))
+        pings = _count_calls(monkeypatch, "ping")
+        response = client.post(
+            reverse("reject", kwargs={"project": project, "decision_id": str(d.id)}),
+            {"reason": "wrong", "request_id": "neo4j-reject"},
+        )
+        assert response.status_code == 302 and pings == []
+        assert traces.get_decision(str(d.id)).decision.status.value == "rejected"
+    finally:
+        store.drop_project(project)
+        store.close()
