@@ -101,11 +101,10 @@ class _Memo:
         if name not in ("get_document", "version_text"):
             return real
 
-        def remembered(*args: Any, **options: Any) -> Any:
-            # options only say what else to read on the way (``texts_of``)
+        def remembered(*args: Any) -> Any:
             key = (name, args)
             if key not in self._seen:
-                self._seen[key] = real(*args, **options)
+                self._seen[key] = real(*args)
             return self._seen[key]
 
         return remembered

@@ -455,7 +455,7 @@ class WorkbenchViews:
 
     def _pick(self, index: int, s: DocumentSupport) -> PassagePick:
         # the document with the recorded version's text and the current one's: one read
-        info = self.graph.get_document(s.document_key, texts_of=[s.recorded_activation_seq or 1])
+        info = self.graph.document_with_texts(s.document_key, [s.recorded_activation_seq or 1])
         recorded = self._version_text(s) or ""
         start, end = self._cited_range(s, recorded)
         passage = recorded[start:end]

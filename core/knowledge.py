@@ -413,19 +413,22 @@ class Graph:
         info = self.get_document(key)
         return SourceState.unknown if info is None else info.state
 
-    def get_document(self, key: str, *, texts_of: Sequence[int] = ()) -> DocumentInfo | None:
+    def get_document(self, key: str) -> DocumentInfo | None:
         """The document's current state: ``current`` or ``deleted`` once its
         last write is complete; while that write's flag job is open
         (``_flag_jobs``: its citers are flagged in units) ``pending``, or
         ``failed`` when the job's lease expired (its writer stopped; the
         next write of the document, a retry or the review sweep finishes
-        it). ``deleted_at`` tells whether a version is live meanwhile.
+        it). ``deleted_at`` tells whether a version is live meanwhile."""
+        return self.document_with_texts(key, ())
 
-        ``texts_of``: versions whose texts the caller reads next; they and
-        the current version's come in the same statement, kept for
-        :meth:`version_text`."""
+    def document_with_texts(self, key: str, versions: Sequence[int]) -> DocumentInfo | None:
+        """:meth:`get_document`, reading in the same statement the texts of
+        the current version and of ``versions`` (activation seqs), kept for
+        :meth:`version_text`: a caller about to compare a cited version
+        with the current one reads once."""
         key = c.text(key, "key")
-        seqs = sorted({c.integer(seq, "activation_seq") for seq in texts_of})
+        seqs = sorted({c.integer(seq, "activation_seq") for seq in versions})
         texts = (
             "WITH d, j OPTIONAL MATCH (v:DocVersion {document_id: $id}) "
             "WHERE v.activation_seq = d.activation_seq OR v.activation_seq IN $seqs "
