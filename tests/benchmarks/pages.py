@@ -215,11 +215,16 @@ def measure_pages(
             out["decision (flagged)"] = _page(store, client, urls["decision (flagged)"])
     # actions, each on decisions of its own (queued ones not settled by an earlier run on a kept store)
     base = f"/p/{project}"
-    queue = [
-        d
-        for offset in range(20, 20 + 3 * ACTIONS_TIMED, 20)  # a page of the queue holds 20
-        for d in traces.list_decisions_for_review(limit=20, offset=offset).decisions
-    ]
+
+    def queued(first: int, n: int) -> list[Any]:
+        """``n`` decisions of the queue from place ``first`` (a page holds 20)."""
+        return [
+            d
+            for offset in range(first, first + n, 20)
+            for d in traces.list_decisions_for_review(limit=20, offset=offset).decisions
+        ][:n]
+
+    queue = queued(20, 3 * ACTIONS_TIMED)
 
     def calls(verb: str, decisions: list[Any]) -> list[tuple[str, dict[str, Any]]]:
         data: dict[str, Any] = {
@@ -239,12 +244,13 @@ def measure_pages(
 
     verbs = ("reaffirm", "reject", "supersede")
     if warm > 1:
-        # each action runs three times, on decisions of their own, before it is timed: a
+        # each action runs ``warm`` times, on decisions of its own, before it is timed: a
         # server that has been up a while has planned its statements (Neo4j plans each
         # unit's writes, sent as one statement, once per combination: 0.5-1.3 s here)
-        warmed = traces.list_decisions_for_review(limit=9, offset=20 + 3 * ACTIONS_TIMED).decisions
+        # and compiled their code (a Neo4j reaffirm's first dozen runs are slower)
+        warmed = queued(20 + 3 * ACTIONS_TIMED, 3 * warm)
         for n, verb in enumerate(verbs):
-            for url, data in calls(verb, warmed[3 * n : 3 * n + 3]):
+            for url, data in calls(verb, warmed[warm * n : warm * (n + 1)]):
                 assert client.post(url, {**data, "request_id": uuid.uuid4().hex}).status_code == 302, url
     actions = {verb: calls(verb, queue[ACTIONS_TIMED * n : ACTIONS_TIMED * (n + 1)]) for n, verb in enumerate(verbs)}
     for name, planned in actions.items():
