@@ -98,6 +98,16 @@ class _Memo:
 
     def __getattr__(self, name: str) -> Any:
         real = getattr(self._graph, name)
+        if name == "document_with_texts":
+            # the document as this read model first read it (its texts, when
+            # that read did not bring them, are read by ``version_text``)
+            def with_texts(key: str, versions: Any) -> Any:
+                seen = ("get_document", (key,))
+                if seen not in self._seen:
+                    self._seen[seen] = real(key, versions)
+                return self._seen[seen]
+
+            return with_texts
         if name not in ("get_document", "version_text"):
             return real
 

@@ -226,8 +226,10 @@ class GraphStore(ABC):
     graph_per_project: bool = False
     #: Whether the client finds a dead connection by itself and runs what
     #: failed on a new one (the Neo4j driver's pool and managed
-    #: transactions), so a handle never needs reopening and an action need
-    #: not ping before it begins.
+    #: transactions), so an open handle needs no reopening and an action
+    #: need not ping before it begins. (A server that is down is retried
+    #: for the driver's retry time, as a page's reads are, before the
+    #: action fails; a handle closed under a running action fails it.)
     reconnects: bool = False
 
     @abstractmethod

@@ -243,20 +243,23 @@ def _following(p: Project, d: Decision) -> str | None:
 def _after_action(
     request: HttpRequest, p: Project, d: Decision, note: str, *, following: str | None = None
 ) -> HttpResponse:
-    """After a write (``d``: the decision as the write left it): from the
+    """After a write (``d``: the decision the write answered with): from the
     queue (htmx), the card; "and next", the next decision of the same
     root-cause group (or the queue when the group is done); else back where
     the person came from, or the decision page."""
     if request.htmx and not _wants_next(request):
+        # read again: a repeated request (the same request id) answers with
+        # the decision as its first run left it, and the card shows it now
+        fresh = p.traces.get_decision(str(d.id)).decision or d
         return render(
             request,
             CARD,
             {
-                "d": d,
+                "d": fresh,
                 "note": note,
                 "counts": p.traces.review_counts(),
                 "oob": True,
-                "actions": p.views.review_actions_many([d]),
+                "actions": p.views.review_actions_many([fresh]),
             },
         )
     messages.success(request, note)
@@ -328,7 +331,7 @@ def _decision_action(
     then the card, the page or the next decision; refusals beside the form.
     The decision is read before the write only when something needs it
     then (a form to show again, "and next"): the write says when it is
-    missing, and returns it as it left it."""
+    missing, and answers with it."""
     p = _project(request, project)
     access.require(request.user, access.REVIEWER, project)
     form = form_class(request.POST)

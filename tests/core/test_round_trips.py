@@ -200,3 +200,10 @@ def test_the_supersede_forms_passage_reads_its_document_and_both_texts_at_once(w
     assert len(counting.reading("DocVersion")) == 1, counting.reads
     assert len(counting.reading(":Document {id:")) == 1, counting.reads
     assert views.supersede_choices(d) == ReviewViews(world.store, project_id=world.project_id).supersede_choices(d)
+    # the decision page: its review and its supersede form read the document once between them
+    counting.reads.clear()
+    with views.remembering():
+        review = views.decision_review(d)
+        [again] = views.supersede_choices(d).documents
+    assert review.supports[0].current_version == again.version == 2
+    assert len(counting.reading(":Document {id:")) == 1, counting.reads

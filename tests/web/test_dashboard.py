@@ -12,6 +12,7 @@ from django.test import Client
 
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
+from core.knowledge import Graph
 from core.models import DecisionStatus, ReviewState
 from core.retention import ActivityLog
 from reviewer.store import get_store
@@ -347,3 +348,20 @@ def test_acting_on_a_decision_someone_else_settled_says_so_and_shows_their_act(s
     hx = second.post(url, {"request_id": "third", "reason": "Too slow."}, HTTP_HX_REQUEST="true")
     assert re.search(r"rita rejected this at \d\d:\d\d: Wrong database\.", hx.content.decode())
     assert len([e for e in ActivityLog(get_store(), project_id=story.project).list() if e.action == "reject"]) == 1
+
+
+def test_a_repeated_action_draws_the_card_as_the_decision_is_now(story: Story, as_: Any) -> None:
+    """The same request sent again (a retry, a double click) is answered
+    with its first result, but the card shows the decision as it is now:
+    flagged again since, it reads as needing review."""
+    client = as_("reviewer")
+    url = f"/p/{story.project}/decisions/{story.moved}/reaffirm"
+    first = client.post(url, {"request_id": "again", "explanation": "ok"}, HTTP_HX_REQUEST="true")
+    assert first.status_code == 200 and "Reaffirmed" in first.content.decode()
+    assert "decision-card state-clear" in first.content.decode()
+    graph = Graph(get_store(), project_id=story.project, agent_id="ingest")
+    graph.update("adr", "Second preface.\n\n" + graph.current_text("adr"))  # the passage moved again
+    assert decision(story, story.moved).review_state is ReviewState.needs_review
+    repeated = client.post(url, {"request_id": "again", "explanation": "ok"}, HTTP_HX_REQUEST="true")
+    assert repeated.status_code == 200
+    assert "decision-card state-needs_review" in repeated.content.decode()
