@@ -152,7 +152,8 @@ def _as_one(writes: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[st
     every few seconds of writes landed on one review action. Every write in
     it finds its nodes by an indexed property, so the plan made on a small
     store is the one a large store needs (test_query_plans checks the
-    review actions' writes for label scans)."""
+    review actions', a step's and a bulk load's writes for label scans and
+    project-wide index reads)."""
     if len(writes) < 2 or any(_NOT_A_UNIT.search(query) for query, _ in writes):
         return writes
     parts: list[str] = ["CYPHER replan=skip"]

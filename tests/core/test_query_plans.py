@@ -263,8 +263,23 @@ def test_the_review_actions_writes_find_their_nodes_by_index_on_neo4j(
         "step": history.set_step("task-0", name="read", state="completed"),
     }
     assert all(result.recorded for result in done.values()), done
+    # a loaded decision agreeing with an active one of its choice: the choice is counted again
+    loaded = traces.load_decisions(
+        [
+            {
+                "task_name": "task-1",
+                "choice_key": "choice-3",
+                "conclusion": "Postgres",
+                "rationale": "r",
+                "supports": [cite],
+            }
+        ]
+    )
+    assert len(loaded) == 1 and any("count(d) AS n" in q for q, _ in sent)
     combined = [(q, p) for q, p in sent if q.startswith("CYPHER replan=skip")]
-    assert len(combined) >= len(done), [q[:80] for q, _ in sent]
+    assert len(combined) >= len(done) + 1, [q[:80] for q, _ in sent]
     for query, params in combined:
         ops = plan_of(neo4j_store, query, params)
         assert not [op for op in ops if op.split()[0] in SCANS], f"a write scans a label: {query}\n{ops}"
+        # nor every node of the project: an index on project_id alone finds them all
+        assert not [op for op in ops if "Index" in op and "(project_id)" in op], f"a write reads a project: {ops}"
