@@ -441,7 +441,7 @@ class Graph:
             f"{texts}RETURN d.key AS key, d.id AS node_id, d.activation_seq AS activation_seq, "
             "d.content_hash AS content_hash, d.updated_at AS updated_at, d.deleted_at AS deleted_at, "
             "j.lease_until AS lease_until" + (", collect([v.id, v.text]) AS texts" if seqs else ""),
-            {"id": document_node_id(self.project_id, key), "seqs": seqs},
+            {"id": document_node_id(self.project_id, key), **({"seqs": seqs} if seqs else {})},
         )
         if not rows:
             return None
