@@ -357,3 +357,59 @@ def test_a_read_waits_while_this_process_sets_up_the_graph(falkordb_store: Graph
         store.drop_project(project)
     assert rows == [{"id": "a"}]
     assert finished_first, "the read ran while the indexes were being made"
+
+
+def test_falkordb_folds_the_labels_of_new_nodes_every_few_thousand(
+    falkordb_store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FalkorDB keeps the labels of new nodes in a delta that only a read of
+    # labels folds; unfolded, every write that changes an indexed node
+    # assembles all of it first (tests/benchmarks/falkordb_writes.py). The
+    # store reads one node's labels after every FOLD_LABELS_EVERY nodes made.
+    from core.stores import falkordb as falkordb_module
+
+    store = falkordb_store
+    project = "t-" + uuid.uuid4().hex[:12]
+    store.ensure_schema(project, SCHEMA)
+    monkeypatch.setattr(falkordb_module, "FOLD_LABELS_EVERY", 1000)
+    conn = store._redis  # type: ignore[attr-defined]
+    real = conn.execute_command
+    folds: list[str] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        if args[0] == "GRAPH.RO_QUERY" and "labels(" in args[2]:
+            folds.append(args[1])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(conn, "execute_command", recording)
+    make = "UNWIND range(1, $n) AS i CREATE (:Item {project_id: $p, id: $tag + toString(i)})"
+
+    def unit(n: int, tag: str) -> None:
+        store.transact(project, lambda tx: tx.write(make, {"n": n, "p": project, "tag": tag}))
+
+    try:
+        store.write(project, make, {"n": 600, "p": project, "tag": "a"})
+        assert folds == []
+        unit(600, "b")  # 1,200 made since the last fold
+        assert folds == [f"reviewer:{project}"]
+        store.write(project, "MATCH (n:Item {project_id: $p}) SET n.seen = true", {"p": project})
+        count(store, project)
+        unit(999, "c")
+        assert len(folds) == 1, "writes that make no nodes, reads, and 999 nodes fold nothing"
+        unit(1, "d")
+        assert len(folds) == 2
+
+        # a fold that fails leaves the write acknowledged and its nodes there
+        def refusing(*args: Any, **kwargs: Any) -> Any:
+            if args[0] == "GRAPH.RO_QUERY" and "labels(" in args[2]:
+                raise falkordb_module.redis.ConnectionError("gone")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(conn, "execute_command", refusing)
+        unit(1000, "e")
+        monkeypatch.setattr(conn, "execute_command", recording)
+        assert count(store, project) == 600 + 600 + 999 + 1 + 1000
+        assert store.labels_folded >= 2  # type: ignore[attr-defined]
+    finally:
+        monkeypatch.setattr(conn, "execute_command", real)
+        store.drop_project(project)
