@@ -74,6 +74,8 @@ POLICIES = {
 }
 TOOLS = ("search_docs", "read_runbook", "query_metrics", "list_incidents", "read_adr", "run_query")
 DECISIONS_PER_TASK = 100
+#: decisions in one ``load_decisions`` unit while seeding
+BATCH_DECISIONS = 1_600
 STATES = ("completed", "in_progress", "not_started", "failed", "unknown")
 
 
@@ -90,9 +92,16 @@ def seed_large(
     decisions: int = 100_000,
     events: int = 1_000_000,
     seed: int = 7,
+    decisions_per_task: int = DECISIONS_PER_TASK,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> LargeCounts:
-    """Write the large set; ``progress(stage, done, total)`` is called as it goes."""
+    """Write the large set; ``progress(stage, done, total)`` is called as it goes.
+
+    ``decisions_per_task`` (100 by default) sets how many tasks the set has
+    (``decisions / decisions_per_task``, each with its share of the events);
+    the ten-million-event set uses 1,000, a tenth of the tasks and so a tenth
+    of the write units (see docs/stores.md on what each unit costs FalkorDB
+    in a graph of millions of nodes)."""
     # One function on purpose: the stages run in order, each feeding the
     # next (documents, tasks and events, decisions, then revisions and the
     # sweep), and its batching is easiest to check read top to bottom.
@@ -129,7 +138,7 @@ def seed_large(
         for service in SERVICES
     }
 
-    tasks = max(1, decisions // DECISIONS_PER_TASK)
+    tasks = max(1, decisions // decisions_per_task)
     per_task_events = max(4, events // tasks)
     names = []
     for t in range(tasks):
@@ -164,20 +173,23 @@ def seed_large(
         say("tasks and events", n + 1, tasks)
 
     # decisions, the tasks of one round of the services per batch (16 tasks,
-    # 1,600 decisions: a batch never holds a decision and the one it depends
-    # on); every tenth cites its concern's policy, every tenth its service's
-    # runbook, and a fifth depend on the service's first decision in its
-    # previous task (chains across tasks)
+    # 1,600 decisions; fewer tasks when they hold more: a batch never holds
+    # a decision and the one it depends on); every tenth cites its concern's
+    # policy, every tenth its service's runbook, and a fifth depend on the
+    # service's first decision in its previous task (chains across tasks)
     say("decisions", 0, tasks)
     previous: dict[str, str] = {}
-    for first in range(0, len(names), len(SERVICES)):
-        group = names[first : first + len(SERVICES)]
+    per_batch = max(1, min(len(SERVICES), BATCH_DECISIONS // decisions_per_task))
+    for first in range(0, len(names), per_batch):
+        group = names[first : first + per_batch]
         items = []
         for name, service, concern in group:
-            items += _decision_items(rng, name, service, concern, per_task_events, policy_cite, runbook_cite, previous)
+            items += _decision_items(
+                rng, name, service, concern, per_task_events, decisions_per_task, policy_cite, runbook_cite, previous
+            )
         made = traces.load_decisions(items)
         for n, (_name, service, _concern) in enumerate(group):
-            previous[service] = str(made[n * DECISIONS_PER_TASK].id)
+            previous[service] = str(made[n * decisions_per_task].id)
         counts.decisions += len(made)
         say("decisions", first + len(group), tasks)
 
@@ -211,6 +223,7 @@ def _decision_items(
     service: str,
     concern: str,
     per_task_events: int,
+    decisions_per_task: int,
     policy_cite: dict[str, dict[str, str]],
     runbook_cite: dict[str, dict[str, str]],
     previous: dict[str, str],
@@ -218,7 +231,7 @@ def _decision_items(
     """One task's decisions, as ``load_decisions`` items."""
     options = CONCERNS[concern]
     items: list[dict[str, object]] = []
-    for k in range(DECISIONS_PER_TASK):
+    for k in range(decisions_per_task):
         choice = f"{service}-{concern}-{k:03d}"
         supports = [{"kind": "event", "task_name": name, "seq": 1 + (k * 7) % per_task_events}]
         if k % 10 == 0:

@@ -42,12 +42,13 @@ it grows far less than the wall time when other work shares the machine).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -143,7 +144,9 @@ def seed_benchmark_set(store: GraphStore, decisions: int) -> dict[str, Any]:
     return {"project": project, "task": "task-0", "events_task": "task-1", "after": 300, "document": "policy"}
 
 
-def seed_demo_set(store: GraphStore, decisions: int, events: int, memory: list[dict[str, Any]]) -> dict[str, Any]:
+def seed_demo_set(
+    store: GraphStore, decisions: int, events: int, memory: list[dict[str, Any]], *, per_task: int = 100
+) -> dict[str, Any]:
     """The large demo set in a project of its own; the store's memory and the
     time at the start of each stage are appended to ``memory``."""
     from reviewer.demo_large import seed_large
@@ -156,9 +159,16 @@ def seed_demo_set(store: GraphStore, decisions: int, events: int, memory: list[d
             used, _what = store_memory(store)
             memory.append({"stage": stage, "bytes": used, "s": round(time.perf_counter() - started, 1)})
             print(f"\n  {stage} from {time.perf_counter() - started:,.0f} s", end="", flush=True)
-        print(f"\r  seeding the large demo set: {stage} {done:,}/{total:,}", end="", flush=True)
+        print(
+            f"\r  seeding the large demo set: {stage} {done:,}/{total:,} at {time.perf_counter() - started:,.0f} s",
+            end="",
+            flush=True,
+        )
 
-    counts = seed_large(store, project=project, decisions=decisions, events=events, progress=progress)
+    with no_rewrites(store):
+        counts = seed_large(
+            store, project=project, decisions=decisions, events=events, decisions_per_task=per_task, progress=progress
+        )
     print(
         f"\n  seeded {counts.decisions:,} decisions, {counts.events:,} events in {time.perf_counter() - started:.0f} s"
     )
@@ -168,11 +178,42 @@ def seed_demo_set(store: GraphStore, decisions: int, events: int, memory: list[d
         "project": project,
         "task": first.task_name,
         "events_task": first.task_name,
-        "after": min(500, max(0, events // max(1, decisions // 100) - 50)),
+        "after": min(500, max(0, events // max(1, decisions // per_task) - 50)),
         "document": "policy/storage",
         "events": counts.events,
         "decisions": counts.decisions,
     }
+
+
+@contextlib.contextmanager
+def no_rewrites(store: GraphStore) -> Iterator[None]:
+    """On FalkorDB, no rewrite of the append-only file while the set is
+    seeded, and one after it. A rewrite forks the server; the server then
+    copies every page it writes while the child lives, and at gigabytes a
+    rewrite ends only for the next to begin, so a seeding of ten million
+    events ran mostly copying. After the one rewrite at the end, a kept
+    store opens from its snapshot instead of replaying every write."""
+    if store.backend != "falkordb":
+        yield
+        return
+    conn = store._redis  # type: ignore[attr-defined]
+    percentage = conn.config_get("auto-aof-rewrite-percentage")["auto-aof-rewrite-percentage"]
+    conn.config_set("auto-aof-rewrite-percentage", 0)
+    try:
+        yield
+    finally:
+        conn.config_set("auto-aof-rewrite-percentage", percentage)
+        started = time.perf_counter()
+        while conn.info("persistence")["aof_rewrite_in_progress"]:
+            time.sleep(0.5)  # one begun before the seeding
+        conn.bgrewriteaof()
+        time.sleep(0.5)
+        while True:
+            persistence = conn.info("persistence")
+            if not persistence["aof_rewrite_in_progress"] and not persistence["aof_rewrite_scheduled"]:
+                break
+            time.sleep(0.5)
+        print(f"\n  the append-only file rewritten in {time.perf_counter() - started:,.0f} s", flush=True)
 
 
 def _where(spot: dict[str, Any]) -> dict[str, Any]:
@@ -369,8 +410,11 @@ def run(title: str, store: GraphStore, url: str, args: argparse.Namespace) -> No
         memory.append({"stage": "start", "bytes": used, "s": 0})
         started = time.perf_counter()
         if args.demo:
-            spot = seed_demo_set(store, args.decisions, args.events, memory)
-            spot["what"] = f"large demo set, {spot['decisions']:,} decisions, {spot['events']:,} events"
+            spot = seed_demo_set(store, args.decisions, args.events, memory, per_task=args.per_task)
+            spot["what"] = (
+                f"large demo set, {spot['decisions']:,} decisions, {spot['events']:,} events, "
+                f"{args.per_task:,} decisions a task"
+            )
         else:
             spot = seed_benchmark_set(store, args.decisions)
             spot.update(decisions=args.decisions, events=10 + 500)
@@ -482,6 +526,9 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1_000, help="decisions in the small set (0: none)")
     parser.add_argument("--backends", default="falkordb,neo4j")
     parser.add_argument("--demo", action="store_true", help="measure the large pages on the large demo set")
+    parser.add_argument(
+        "--per-task", type=int, default=100, help="decisions a task in the large demo set (its events in proportion)"
+    )
     parser.add_argument("--processes", type=int, default=0, help="also request the pages from N worker processes")
     parser.add_argument(
         "--views",
