@@ -53,7 +53,8 @@ _CONSTRAINT_WAIT_S = 30.0
 #: the core never reads labels. Until something folds it (an append-only
 #: file rewrite does too), every write that changes an indexed node
 #: assembles the whole delta first: a write after a million nodes were made
-#: took 16 ms, after the fold 0.1 ms (tests/benchmarks/falkordb_writes.py).
+#: took 11 ms, after two million 34 ms, folded 0.1-0.3 ms
+#: (tests/benchmarks/falkordb_writes.py).
 FOLD_LABELS_EVERY = 5_000
 _FOLD_LABELS = "MATCH (n) RETURN labels(n) AS labels LIMIT 1"
 

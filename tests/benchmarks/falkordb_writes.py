@@ -92,6 +92,8 @@ def main() -> None:
             made = 0
             print(f"embedded FalkorDB, p50 of {RUNS} runs in ms (x floor)")
             print(f"  {'nodes in the graph':54}" + "".join(f"{n:>16,}" for n in sizes))
+            since = [size - before for size, before in zip(sizes, [0, *sizes])]
+            print(f"  {'of them made since the last fold':54}" + "".join(f"{n:>16,}" for n in since))
             unfolded = "make a labelled node, then change, labels not folded"
             rows: dict[str, list[float]] = {name: [] for name in [*cases, *after_write]}
             rows = {"floor (RETURN 1)": rows.pop("floor (RETURN 1)"), unfolded: [], **rows}
