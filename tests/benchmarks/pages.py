@@ -6,6 +6,7 @@ million decisions); and the store's memory per decision and per event.
 
     .venv/bin/python -m tests.benchmarks.pages [--decisions 100000] [--small 1000] [--backends falkordb,neo4j]
     .venv/bin/python -m tests.benchmarks.pages --demo [--decisions 100000 --events 1000000] [--backends falkordb]
+    .venv/bin/python -m tests.benchmarks.pages --demo --decisions 1000000 --events 10000000 --per-task 1000 --keep DIR
     .venv/bin/python -m tests.benchmarks.pages --processes 2 [--decisions 1000000]
     .venv/bin/python -m tests.benchmarks.pages --decisions 1000000 --small 0 --keep /work/bench-data/bench-1m
 
@@ -16,8 +17,11 @@ workers do), and their p50 / p95 and the requests per second are printed.
 With ``--demo`` the pages are measured on the large demo set
 (``reviewer.demo_large``: tasks of ``events / decisions × 100`` events and
 100 decisions, documents revised and retired, part of a review sweep;
-``--events`` defaults to ten per decision) instead of the benchmark's own
-sets.
+``--events`` defaults to ten per decision; ``--per-task 1000`` makes tasks
+of 1,000 decisions, a tenth as many, as the ten-million-event set is
+seeded) instead of the benchmark's own sets. On FalkorDB its seeding turns
+off the append-only file's automatic rewrites and rewrites it once at the
+end.
 
 Seed once, measure many times: with ``--keep DIR`` the large set is written
 into kept stores (``DIR/falkordb``, an embedded FalkorDB directory, and
