@@ -105,6 +105,8 @@ def seed_large(
     # One function on purpose: the stages run in order, each feeding the
     # next (documents, tasks and events, decisions, then revisions and the
     # sweep), and its batching is easiest to check read top to bottom.
+    if decisions_per_task < 1:
+        raise ValueError("decisions_per_task must be at least 1")
     rng = random.Random(seed)
     counts = LargeCounts()
     say = progress or (lambda stage, done, total: None)
@@ -175,8 +177,8 @@ def seed_large(
     # decisions, the tasks of one round of the services per batch (16 tasks,
     # 1,600 decisions; fewer tasks when they hold more: a batch never holds
     # a decision and the one it depends on); every tenth cites its concern's
-    # policy, every tenth its service's runbook, and a fifth depend on the
-    # service's first decision in its previous task (chains across tasks)
+    # policy, every tenth its service's runbook, and two in five depend on
+    # the service's first decision in its previous task (chains across tasks)
     say("decisions", 0, tasks)
     previous: dict[str, str] = {}
     per_batch = max(1, min(len(SERVICES), BATCH_DECISIONS // decisions_per_task))

@@ -48,13 +48,16 @@ _CONSTRAINT_WAIT_S = 30.0
 #: After this many nodes made in a graph, the store reads one node's labels
 #: (``_fold_labels``). FalkorDB keeps the labels it gives new nodes in a
 #: delta of its node-label matrix, and only a read of some node's labels
-#: folds that delta into the matrix (once it holds more than the server's
-#: ``DELTA_MAX_PENDING_CHANGES``, 10,000 by default); writes never do, and
-#: the core never reads labels. Until something folds it (an append-only
-#: file rewrite does too), every write that changes an indexed node
-#: assembles the whole delta first: a write after a million nodes were made
-#: took 11 ms, after two million 34 ms, folded 0.1-0.3 ms
-#: (tests/benchmarks/falkordb_writes.py).
+#: folds that delta into the matrix (once it holds the server's
+#: ``DELTA_MAX_PENDING_CHANGES``, 10,000 by default, so about every second
+#: such read folds); writes never do, and the core never reads labels.
+#: Until something folds it (an append-only file rewrite does too), every
+#: write that changes an indexed node assembles the whole delta first: a
+#: write after a million nodes were made took 11 ms, after two million
+#: 34 ms; with these reads 0.1-0.3 ms, a delta of at most about 15,000
+#: (tests/benchmarks/falkordb_writes.py). The read that folds is itself a
+#: pass over the graph's nodes (about 20 ms at a million, more in a larger
+#: graph), paid by the request whose write crossed the mark.
 FOLD_LABELS_EVERY = 5_000
 _FOLD_LABELS = "MATCH (n) RETURN labels(n) AS labels LIMIT 1"
 
@@ -189,7 +192,7 @@ class FalkorDBStore(GraphStore):
         self._gate = _SchemaGate()
         self._made_lock = threading.Lock()
         self._made: dict[str, int] = {}  # nodes made in each graph since this process last folded its labels
-        self.labels_folded = 0  # how many times it did
+        self.label_reads = 0  # how many of those reads it sent
         self.ping()
 
     # -- plumbing ---------------------------------------------------------
@@ -248,7 +251,7 @@ class FalkorDBStore(GraphStore):
                 self._redis.execute_command("GRAPH.RO_QUERY", graph.name, _FOLD_LABELS, "--compact")
         except redis.RedisError:
             return
-        self.labels_folded += 1
+        self.label_reads += 1
 
     def _rows(self, graph: Any, raw: Any, query: str) -> list[Row]:
         if isinstance(raw, Exception):

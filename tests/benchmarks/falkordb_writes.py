@@ -106,7 +106,10 @@ def main() -> None:
                     made += step
                 # the padding went around the store: its labels are not folded
                 rows[unfolded].append(_timed(cases["make a labelled node, then change"]))
+                reads = store.label_reads  # type: ignore[attr-defined]
                 store._fold_labels(store._graph("writes"))  # type: ignore[attr-defined]
+                if store.label_reads != reads + 1:  # type: ignore[attr-defined]
+                    raise SystemExit("the read that folds the labels failed")
                 for name, fn in cases.items():
                     rows[name].append(_timed(fn))
                 for name, (fn, before) in after_write.items():

@@ -16,7 +16,7 @@ workers do), and their p50 / p95 and the requests per second are printed.
 
 With ``--demo`` the pages are measured on the large demo set
 (``reviewer.demo_large``: tasks of ``events / decisions × 100`` events and
-100 decisions, documents revised and retired, part of a review sweep;
+100 decisions by default, documents revised and retired, part of a review sweep;
 ``--events`` defaults to ten per decision; ``--per-task 1000`` makes tasks
 of 1,000 decisions, a tenth as many, as the ten-million-event set is
 seeded) instead of the benchmark's own sets. On FalkorDB its seeding turns
@@ -200,24 +200,20 @@ def no_rewrites(store: GraphStore) -> Iterator[None]:
     if store.backend != "falkordb":
         yield
         return
+    from core.stores.purge import purge_files
+
     conn = store._redis  # type: ignore[attr-defined]
     percentage = conn.config_get("auto-aof-rewrite-percentage")["auto-aof-rewrite-percentage"]
     conn.config_set("auto-aof-rewrite-percentage", 0)
     try:
         yield
-    finally:
-        conn.config_set("auto-aof-rewrite-percentage", percentage)
         started = time.perf_counter()
-        while conn.info("persistence")["aof_rewrite_in_progress"]:
-            time.sleep(0.5)  # one begun before the seeding
-        conn.bgrewriteaof()
-        time.sleep(0.5)
-        while True:
-            persistence = conn.info("persistence")
-            if not persistence["aof_rewrite_in_progress"] and not persistence["aof_rewrite_scheduled"]:
-                break
-            time.sleep(0.5)
+        # the core's rewrite: awaited, checked, one already running tolerated, within an hour
+        purge_files(store)
         print(f"\n  the append-only file rewritten in {time.perf_counter() - started:,.0f} s", flush=True)
+    finally:
+        # after the rewrite: restored before it, the server's own would begin at once
+        conn.config_set("auto-aof-rewrite-percentage", percentage)
 
 
 def _where(spot: dict[str, Any]) -> dict[str, Any]:
@@ -548,6 +544,8 @@ def main() -> None:
     parser.add_argument("--neo4j-pagecache", default="256m", help="the Neo4j test server's page cache")
     parser.add_argument("--neo4j-heap", default="1g", help="the Neo4j test server's JVM heap")
     args = parser.parse_args()
+    if args.per_task < 1:
+        parser.error("--per-task must be at least 1")
     args.events = args.events or 10 * args.decisions
     if args.keep:
         args.keep = os.path.abspath(args.keep)
