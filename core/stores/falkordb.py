@@ -548,15 +548,23 @@ def _compact_value(cell: Any) -> Any:
     raise _NotScalar
 
 
-def _nodes_created(raw: Any) -> int:
-    """The "Nodes created" of a write's statistics (its reply's last part)."""
-    if not isinstance(raw, list) or not raw:
-        return 0
+def reply_statistic(raw: Any, name: str) -> str | None:
+    """One statistic of a reply (its last part: "Nodes created: 3", "Query
+    internal execution time: 0.1 milliseconds"): the text after the name,
+    or None when the reply does not give it."""
+    if not isinstance(raw, list) or not raw or not isinstance(raw[-1], list):
+        return None
+    prefix = name + ":"
     for line in raw[-1]:
         text = line.decode() if isinstance(line, bytes) else str(line)
-        if text.startswith("Nodes created:"):
-            return int(text.split(":", 1)[1])
-    return 0
+        if text.startswith(prefix):
+            return text[len(prefix) :].strip()
+    return None
+
+
+def _nodes_created(raw: Any) -> int:
+    """The "Nodes created" of a write's statistics."""
+    return int(reply_statistic(raw, "Nodes created") or 0)
 
 
 def _compact_rows(raw: Any) -> list[Row]:

@@ -43,7 +43,6 @@ import cProfile
 import json
 import os
 import pstats
-import re
 import statistics
 import time
 import uuid
@@ -65,6 +64,7 @@ from django.test import Client  # noqa: E402
 from core.decisions import DecisionTraces  # noqa: E402
 from core.history import ConversationHistory  # noqa: E402
 from core.stores import GraphStore, open_store  # noqa: E402
+from core.stores.falkordb import reply_statistic  # noqa: E402
 from reviewer import store as reviewer_store  # noqa: E402
 from tests.benchmarks import Timer, each_store  # noqa: E402
 from tests.benchmarks.decisions import big_project  # noqa: E402
@@ -147,9 +147,6 @@ class Split:
         return wrapped
 
 
-_FALKOR_TIME = re.compile(rb"internal execution time: ([0-9.]+) milliseconds")
-
-
 @contextlib.contextmanager
 def instrumented(store: GraphStore, split: Split) -> Iterator[None]:
     """The wrappers in place (on the store object and on the classes that
@@ -182,11 +179,9 @@ def instrumented(store: GraphStore, split: Split) -> Iterator[None]:
         rows = store._rows  # type: ignore[attr-defined]
 
         def rows_timed(graph: Any, raw: Any, query: str) -> Any:
-            if isinstance(raw, list) and raw:
-                for line in raw[-1] if isinstance(raw[-1], list) else []:
-                    found = _FALKOR_TIME.search(line if isinstance(line, bytes) else str(line).encode())
-                    if found:
-                        split.server(float(found.group(1)))
+            took = reply_statistic(raw, "Query internal execution time")  # "0.12 milliseconds"
+            if took:
+                split.server(float(took.split()[0]))
             return rows(graph, raw, query)
 
         patch(store, "_rows", rows_timed)
