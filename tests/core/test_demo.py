@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from core import _common as c
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
@@ -76,3 +78,30 @@ def test_the_large_set_holds_what_it_says_and_is_the_same_for_a_seed(store: Grap
     finally:
         for project in (a, b, other):
             store.drop_project(project)
+
+
+def test_the_large_set_loads_fewer_tasks_a_batch_when_they_hold_more_decisions(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # batches of at most 100 decisions and 20 decisions a task: 17 tasks
+    # loaded 5 a batch; the 17th is the orders service's second task, in the
+    # last batch, and its chained decisions depend on the first decision of
+    # the first task
+    from reviewer import demo_large
+
+    monkeypatch.setattr(demo_large, "BATCH_DECISIONS", 100)
+    project = f"scale-{uuid.uuid4().hex[:6]}"
+    try:
+        counts = demo_large.seed_large(store, project=project, decisions=340, events=340, seed=3, decisions_per_task=20)
+        assert (counts.tasks, counts.decisions, counts.events) == (17, 340, 340)
+        traces = DecisionTraces(store, project_id=project, agent_id="t")
+        history = ConversationHistory(store, project_id=project, agent_id="t")
+        tasks, _more = history.list_tasks(limit=200)
+        assert len(tasks) == 17 and all(t.event_seq == 20 for t in tasks)
+        first, later = "orders-storage-review-001", "orders-queue-review-001"
+        root = c.decision_id(c.task_id(project, first), "orders-storage-000", 1)
+        chained = traces.get_decision(c.decision_id(c.task_id(project, later), "orders-queue-001", 1)).decision
+        assert chained is not None
+        assert [str(s.decision_id) for s in chained.supports if s.kind == "decision"] == [str(root)]
+    finally:
+        store.drop_project(project)
