@@ -397,25 +397,44 @@ class FalkorDBStore(GraphStore):
         return found
 
     def _ensure_unique(self, graph: Any, label: str, properties: tuple[str, ...]) -> None:
-        args = [
-            "GRAPH.CONSTRAINT",
-            "CREATE",
-            graph.name,
-            "UNIQUE",
-            "NODE",
-            label,
-            "PROPERTIES",
-            len(properties),
-            *properties,
-        ]
-        try:
-            self._redis.execute_command(*args)
-        except redis.ResponseError as exc:
-            if "already exists" not in str(exc).lower():
-                raise GraphStoreError(f"FalkorDB constraint setup failed on {label}: {exc}") from exc
+        # Asked first, made only when missing: each process opening a
+        # project asks once instead of being refused and then asking.
+        status = self._constraint_status(graph, label, properties)
+        if status is None:
+            args = [
+                "GRAPH.CONSTRAINT",
+                "CREATE",
+                graph.name,
+                "UNIQUE",
+                "NODE",
+                label,
+                "PROPERTIES",
+                len(properties),
+                *properties,
+            ]
+            try:
+                self._redis.execute_command(*args)
+            except redis.ResponseError as exc:
+                if "already exists" not in str(exc).lower():  # another process made it meanwhile
+                    raise GraphStoreError(f"FalkorDB constraint setup failed on {label}: {exc}") from exc
+            status = self._constraint_status(graph, label, properties)
         # Constraints are built asynchronously: wait until operational.
         deadline = time.monotonic() + _CONSTRAINT_WAIT_S
-        while True:
+        while status != "OPERATIONAL":
+            if status == "FAILED":
+                raise GraphStoreConstraintViolationError(
+                    f"uniqueness constraint on {label}{list(properties)} failed: existing data violates it"
+                )
+            if time.monotonic() > deadline:
+                raise GraphStoreError(f"uniqueness constraint on {label} did not become operational")
+            time.sleep(0.02)
+            status = self._constraint_status(graph, label, properties)
+
+    def _constraint_status(self, graph: Any, label: str, properties: tuple[str, ...]) -> str | None:
+        """The status of the unique constraint on ``label``'s ``properties``
+        (``OPERATIONAL``, ``UNDER CONSTRUCTION``, ``FAILED``), None when there
+        is none."""
+        try:
             rows = self._run(
                 self._redis.execute_command,
                 graph,
@@ -424,16 +443,12 @@ class FalkorDBStore(GraphStore):
                 {"label": label},
                 read_only=True,
             )
-            statuses = [r["status"] for r in rows if list(r["properties"]) == list(properties)]
-            if statuses and statuses[0] == "OPERATIONAL":
-                return
-            if statuses and statuses[0] == "FAILED":
-                raise GraphStoreConstraintViolationError(
-                    f"uniqueness constraint on {label}{list(properties)} failed: existing data violates it"
-                )
-            if time.monotonic() > deadline:
-                raise GraphStoreError(f"uniqueness constraint on {label} did not become operational")
-            time.sleep(0.02)
+        except GraphStoreError as exc:
+            if "empty key" in str(exc).lower():  # a graph not made yet has none
+                return None
+            raise
+        statuses = [r["status"] for r in rows if list(r["properties"]) == list(properties)]
+        return statuses[0] if statuses else None
 
     def fulltext_query(self, label: str, var: str) -> str:
         return f"CALL db.idx.fulltext.queryNodes('{label}', $q) YIELD node AS {var}, score"

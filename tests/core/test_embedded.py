@@ -231,3 +231,45 @@ def test_a_store_that_takes_longer_to_load_than_the_start_wait_is_waited_for(
     finally:
         reopened.close()
     assert took > 0.3, f"loaded in {took:.2f} s: too fast for this test to tell anything"
+
+
+def test_restarts_replay_a_projects_setup_once_and_keep_its_constraints(tmp_path: Path) -> None:
+    # FalkorDB appends a second, refused constraint creation to its
+    # append-only file each time a start replays one: without the rewrite
+    # after a start, every start added the project's constraints again and
+    # logged a CRITICAL line for each (a test run's log reached 1.1 GB).
+    from core._schema import CORE_SCHEMA
+    from core.stores import GraphStoreConstraintViolationError
+
+    def refused_replays() -> int:
+        return (tmp_path / "falkordb.log").read_text().count("AOF-loading-client")
+
+    def constraint_records() -> int:
+        return sum(
+            f.read_bytes().lower().count(b"graph.constraint") for f in (tmp_path / "appendonlydir").glob("*.aof")
+        )
+
+    for i in range(4):
+        store = open_store(url(tmp_path))
+        try:
+            store.ensure_schema("p", CORE_SCHEMA)
+            store.write("p", "CREATE (:Task {project_id: 'p', id: $id})", {"id": f"t{i}"})
+        finally:
+            store.close()
+        if i == 1:
+            after_first_restart = refused_replays()
+    assert constraint_records() == 0  # the setup lives in the snapshot, not as records to replay
+    assert refused_replays() == after_first_restart  # the later starts replayed nothing refused
+
+    store = open_store(url(tmp_path))
+    try:
+        assert [r["id"] for r in store.read("p", "MATCH (t:Task) RETURN t.id AS id ORDER BY id")] == [
+            "t0",
+            "t1",
+            "t2",
+            "t3",
+        ]
+        with pytest.raises(GraphStoreConstraintViolationError):
+            store.write("p", "CREATE (:Task {project_id: 'p', id: 't0'})")
+    finally:
+        store.close()
