@@ -6,13 +6,18 @@ sessions, tokens) on a throwaway PostgreSQL cluster that this module starts
 (``tests/postgres.py``) instead of a SQLite file; a cluster that cannot start
 fails the run."""
 
+import atexit
 import os
+import shutil
 import tempfile
 import uuid
 
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-secret-key-" + uuid.uuid4().hex)
 os.environ.setdefault("DJANGO_SECURE_SSL_REDIRECT", "0")
 os.environ["REVIEWER_DATA_DIR"] = tempfile.mkdtemp(prefix="reviewer-test-")
+# removed at exit, after the store's own exit handler (registered later, so run
+# earlier) has stopped the embedded server
+atexit.register(shutil.rmtree, os.environ["REVIEWER_DATA_DIR"], ignore_errors=True)
 os.environ.pop("REVIEWER_STORE_URL", None)
 os.environ.pop("REVIEWER_AUTH_DB", None)
 os.environ.pop("REVIEWER_CACHE_DIR", None)

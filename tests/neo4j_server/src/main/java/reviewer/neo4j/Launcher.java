@@ -51,6 +51,10 @@ public final class Launcher {
             config.put("db.memory.transaction.total.max", txTotal);
         }
         config.put("dbms.usage_report.enabled", "false");
+        // a test server stops in under a second: Bolt's network threads wait
+        // 5 s of quiet and its worker pool another 5 s by default
+        config.put("internal.dbms.bolt.netty_server_shutdown_quiet_period", "0");
+        config.put("internal.server.bolt.thread_pool_shutdown_wait_time", "0s");
 
         StringBuilder conf = new StringBuilder();
         config.forEach((k, v) -> conf.append(k).append('=').append(v).append('\n'));
