@@ -695,8 +695,13 @@ class DecisionTraces(DecisionReads):
         """Each choice key's active count and conflict flag, counted again."""
         if not keys:
             return
+        # Neo4j: the choice key's index, named; the planner took the project's
+        # index when it judged a key common (a key many projects use), which
+        # reads every decision of the project
+        hint = "" if self.store.graph_per_project else "USING INDEX d:Decision(choice_key) "
         tx.write(
-            "UNWIND $keys AS k MATCH (d:Decision {choice_key: k.key}) WHERE d.project_id = $p AND d.status = 'active' "
+            f"UNWIND $keys AS k MATCH (d:Decision) {hint}"
+            "WHERE d.choice_key = k.key AND d.project_id = $p AND d.status = 'active' "
             "WITH k, count(d) AS n, collect(DISTINCT d.conclusion_norm) AS norms "
             "MERGE (ch:Choice {id: k.id}) "
             "WITH ch, k, n, CASE WHEN size(norms) > 1 THEN 1 ELSE 0 END AS now, "
