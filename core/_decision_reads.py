@@ -242,11 +242,14 @@ class DecisionReads:
             # Neo4j walks the project's (or the task's) part of a composite
             # position index in its order when the ORDER BY names the
             # index's leading property too: the page reads its own rows and
-            # those it skips, however long the queue (no head, no ranges)
+            # those it skips, however long the queue (no head, no ranges).
+            # A decision has a position exactly while it is in the queue
+            # (``_review.LEAVE_QUEUE``), so the walk asks nothing else of the
+            # entries it skips: a page deep in the queue reads only the index.
             match, ordered = in_queue_order("task_id" if "tid" in params else "project_id")
             return self.store.read(
                 self.project_id,
-                f"{match} d.review_open = true{filters} WITH d ORDER BY {ordered} SKIP $skip LIMIT $n RETURN {fields}",
+                f"{match} {' AND '.join(where)} WITH d ORDER BY {ordered} SKIP $skip LIMIT $n RETURN {fields}",
                 params,
             )
         if count > QUEUE_SORT_LIMIT:

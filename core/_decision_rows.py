@@ -29,10 +29,13 @@ def in_queue_order(lead: str) -> tuple[str, str]:
     """Neo4j's read of decisions in queue order: the MATCH up to its WHERE's
     next condition, and the ORDER BY. It walks the ``(lead, queue_pos)``
     index in its order, because the ORDER BY names the index's leading
-    property too; ordering by ``queue_pos`` alone would sort every match."""
+    property too; ordering by ``queue_pos`` alone would sort every match.
+    The order ends at ``queue_pos``: no two decisions of a project share a
+    position (``Positions``), and a tie-break by ``id`` made the planner
+    read the id of every entry it skipped (a partial sort)."""
     return (
         f"MATCH (d:Decision) USING INDEX SEEK d:Decision({lead}, queue_pos) WHERE d.queue_pos IS NOT NULL AND",
-        f"d.{lead}, d.queue_pos, d.id",
+        f"d.{lead}, d.queue_pos",
     )
 
 

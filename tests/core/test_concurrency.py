@@ -342,6 +342,15 @@ def test_processes_racing_keep_every_counter_and_number_exact(store: GraphStore,
         {"p": project_id},
     )
     assert len(numbered) == len({(r["tid"], r["seq"]) for r in numbered})
+    # ... nor a queue position, and a decision has one exactly while it is in the queue
+    positions = store.read(
+        project_id,
+        "MATCH (d:Decision) WHERE d.project_id = $p AND (d.review_open = true OR d.queue_pos IS NOT NULL) "
+        "RETURN d.queue_pos AS pos, coalesce(d.review_open, false) AS open",
+        {"p": project_id},
+    )
+    assert all(r["open"] and r["pos"] is not None for r in positions)
+    assert len(positions) == len({r["pos"] for r in positions})
 
     # every kept counter equals a direct count
     assert _counters.kept_counts(store, project_id) == _direct(store, project_id)

@@ -810,6 +810,15 @@ def test_the_queue_counters_follow_every_kind_of_change(world: World) -> None:
             {"p": world.project_id},
         )
         assert {r["cause"]: r["n"] for r in nodes} == causes, step  # none left at nothing
+        # a decision has a queue position exactly while it is in the queue:
+        # Neo4j's queue pages walk the position index and ask nothing else
+        split = world.store.read(
+            world.project_id,
+            "MATCH (d:Decision) WHERE d.project_id = $p AND coalesce(d.review_open, false) <> (d.queue_pos IS NOT NULL) "
+            "RETURN d.id AS id",
+            {"p": world.project_id},
+        )
+        assert split == [], step
         assert all(type(kept[k]) is int for k in kept), step  # counts, shown as such
         assert world.traces.list_decisions_for_review().count == direct()["needs_review"] + direct()["unknown"], step
         for task in ("pick-db", "billing"):
