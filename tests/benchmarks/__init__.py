@@ -16,17 +16,6 @@ TITLES = {
 }
 
 
-def _await_rewrite(store: Any) -> None:
-    """Wait for the append-only file rewrite a start of a kept store begins
-    (``EmbeddedServer._fold_replayed_log``): measured as a server that has
-    been up a while, not during the fork and copy of its first minute."""
-    while True:
-        info = store._redis.info("persistence")
-        if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
-            return
-        time.sleep(0.2)
-
-
 def each_store(
     backends: str,
     *,
@@ -52,7 +41,6 @@ def each_store(
             where = os.path.join(keep, "falkordb") if keep else tempfile.mkdtemp(prefix=prefix)
             url = f"falkordb+embedded://{os.path.abspath(where)}?appendfsync=everysec"
             with open_store(url) as store:  # a large kept store: waited for while it loads
-                _await_rewrite(store)
                 yield TITLES[backend], store, url
         elif backend == "neo4j":
             from tests.neo4j_server.launcher import running

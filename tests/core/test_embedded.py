@@ -233,11 +233,12 @@ def test_a_store_that_takes_longer_to_load_than_the_start_wait_is_waited_for(
     assert took > 0.3, f"loaded in {took:.2f} s: too fast for this test to tell anything"
 
 
-def test_restarts_replay_a_projects_setup_once_and_keep_its_constraints(tmp_path: Path) -> None:
+def test_restarts_replay_no_constraint_records_and_keep_the_constraints(tmp_path: Path) -> None:
     # FalkorDB appends a second, refused constraint creation to its
-    # append-only file each time a start replays one: without the rewrite
-    # after a start, every start added the project's constraints again and
-    # logged a CRITICAL line for each (a test run's log reached 1.1 GB).
+    # append-only file each time a start replays one: unless the last user
+    # folds them into the snapshot before stopping, every start added the
+    # project's constraints again and logged a CRITICAL line for each (a test
+    # run's log reached 1.1 GB).
     from core._schema import CORE_SCHEMA
     from core.stores import GraphStoreConstraintViolationError
 
@@ -246,30 +247,45 @@ def test_restarts_replay_a_projects_setup_once_and_keep_its_constraints(tmp_path
 
     def constraint_records() -> int:
         return sum(
-            f.read_bytes().lower().count(b"graph.constraint") for f in (tmp_path / "appendonlydir").glob("*.aof")
+            f.read_bytes().lower().count(b"graph.constraint") for f in (tmp_path / "appendonlydir").glob("*.incr.aof")
         )
 
     for i in range(4):
         store = open_store(url(tmp_path))
         try:
-            store.ensure_schema("p", CORE_SCHEMA)
-            store.write("p", "CREATE (:Task {project_id: 'p', id: $id})", {"id": f"t{i}"})
+            store.ensure_schema(f"p{i % 2}", CORE_SCHEMA)  # a new project, then one made before
+            store.write(f"p{i % 2}", "CREATE (:Task {project_id: $p, id: $id})", {"p": f"p{i % 2}", "id": f"t{i}"})
         finally:
             store.close()
-        if i == 1:
-            after_first_restart = refused_replays()
-    assert constraint_records() == 0  # the setup lives in the snapshot, not as records to replay
-    assert refused_replays() == after_first_restart  # the later starts replayed nothing refused
+        assert constraint_records() == 0, i  # nothing for the next start to replay
+    assert refused_replays() == 0  # no start replayed a creation
 
     store = open_store(url(tmp_path))
     try:
-        assert [r["id"] for r in store.read("p", "MATCH (t:Task) RETURN t.id AS id ORDER BY id")] == [
-            "t0",
-            "t1",
-            "t2",
-            "t3",
-        ]
+        tasks = store.read("p0", "MATCH (t:Task) RETURN t.id AS id ORDER BY id") + store.read(
+            "p1", "MATCH (t:Task) RETURN t.id AS id ORDER BY id"
+        )
+        assert [r["id"] for r in tasks] == ["t0", "t2", "t1", "t3"]
         with pytest.raises(GraphStoreConstraintViolationError):
-            store.write("p", "CREATE (:Task {project_id: 'p', id: 't0'})")
+            store.write("p0", "CREATE (:Task {project_id: 'p0', id: 't0'})")
     finally:
         store.close()
+
+
+def test_a_store_that_set_up_nothing_stops_without_a_rewrite(tmp_path: Path) -> None:
+    from core._schema import CORE_SCHEMA
+
+    store = open_store(url(tmp_path))
+    store.ensure_schema("p", CORE_SCHEMA)
+    store.close()  # folds the setup
+    store = open_store(url(tmp_path))
+    store.write("p", "CREATE (:W {i: 1})")
+    client = store._redis  # type: ignore[attr-defined]
+    before = client.info("persistence")["aof_rewrites"]
+    server = store.embedded_server  # type: ignore[attr-defined]
+    assert not server._replays_constraints()
+    store.close()
+    assert before == 0  # this start rewrote nothing either
+    assert sorted(p.name for p in (tmp_path / "appendonlydir").iterdir() if p.name.endswith(".rdb")) == [
+        "appendonly.aof.2.base.rdb"
+    ]  # the one base the first stop made: this stop made none
