@@ -26,7 +26,16 @@ class Neo4jServerError(RuntimeError):
 
 
 def built() -> bool:
-    return (TARGET / "classes" / "reviewer" / "neo4j" / "Launcher.class").exists() and (TARGET / "lib").is_dir()
+    """The launcher is compiled, from its current source (a checkout that
+    changed ``Launcher.java`` builds it again)."""
+    compiled = TARGET / "classes" / "reviewer" / "neo4j" / "Launcher.class"
+    source = HERE / "src" / "main" / "java" / "reviewer" / "neo4j" / "Launcher.java"
+    if not compiled.exists() or not (TARGET / "lib").is_dir():
+        return False
+    return (
+        compiled.stat().st_mtime >= source.stat().st_mtime
+        and compiled.stat().st_mtime >= (HERE / "pom.xml").stat().st_mtime
+    )
 
 
 def build() -> None:
