@@ -317,6 +317,12 @@ class DecisionReads:
                 f"MATCH (d:Decision) WHERE d.review_open = true{filters} RETURN min(d.queue_pos) AS lo",
                 params,
             )[0]["lo"]
+            if head is not None and scope is not None:
+                # remembered as a first page's read remembers it: a worker
+                # that only ever serves later pages scanned for it each time
+                if len(heads) >= QUEUE_HEADS_KEPT:
+                    heads.clear()
+                heads[key] = head
         return head
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:

@@ -686,6 +686,39 @@ def test_the_queue_reads_oldest_first_and_pages_exactly(
     )
 
 
+def test_a_worker_serving_only_later_pages_finds_the_queue_head_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FalkorDB reads a long queue through ranges from its head; a worker
+    # that never served the first page scanned for the head on every page
+    import core._decision_reads
+
+    monkeypatch.setattr(core._decision_reads, "QUEUE_SORT_LIMIT", 0)
+    core._decision_reads._QUEUE_HEADS.pop(world.store, None)
+    world.graph.add("a", "alpha text")
+    cite, _ = world.cite("a", "alpha")
+    world.traces.load_decisions(
+        [
+            {"task_name": "pick-db", "choice_key": f"k{i:02d}", "conclusion": "c", "rationale": "r", "supports": [cite]}
+            for i in range(45)
+        ]
+    )
+    world.graph.update("a", "alpha changed")
+    sent: list[str] = []
+    real = world.store.read
+
+    def read(project_id: str, query: str, params: Any = None) -> Any:
+        sent.append(query)
+        return real(project_id, query, params)
+
+    monkeypatch.setattr(world.store, "read", read)
+    pages = [[d.choice_key for d in world.traces.list_decisions_for_review(offset=20).decisions] for _ in range(3)]
+    monkeypatch.undo()
+    sorted_page = [d.choice_key for d in world.traces.list_decisions_for_review(offset=20).decisions]  # by a sort
+    assert len(sorted_page) == 20 and pages == [sorted_page] * 3
+    assert sum("min(d.queue_pos)" in q for q in sent) <= 1
+
+
 def test_the_queue_count_stays_exact_through_every_kind_of_change(world: World) -> None:
     def check() -> None:
         direct = world.store.read(
