@@ -365,3 +365,30 @@ def test_a_repeated_action_draws_the_card_as_the_decision_is_now(story: Story, a
     repeated = client.post(url, {"request_id": "again", "explanation": "ok"}, HTTP_HX_REQUEST="true")
     assert repeated.status_code == 200
     assert "decision-card state-needs_review" in repeated.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("lease", "says"),
+    [
+        ("2999-01-01T00:00:00.000000Z", "still being flagged after its last change"),
+        ("2000-01-01T00:00:00.000000Z", "stopped before it finished"),
+    ],
+)
+def test_the_document_page_says_what_pending_and_failed_mean(story: Story, as_: Any, lease: str, says: str) -> None:
+    # a change's flagging runs in units under a lease (core._flag_jobs): while
+    # a job holds one the document reads pending, once it has run out failed
+    from core._evidence import document_node_id
+
+    get_store().write(
+        story.project,
+        "CREATE (:FlagJob {id: $id, project_id: $p, key: 'adr', lease_until: $lease})",
+        {"id": document_node_id(story.project, "adr"), "p": story.project, "lease": lease},
+    )
+    page = as_("viewer").get(f"/p/{story.project}/document/", {"key": "adr"}).content.decode()
+    state = "pending" if "2999" in lease else "failed"
+    assert f'<span class="badge {state}">{state}</span>' in page
+    assert says in page
+    if state == "failed":
+        assert "manage.py review_sweep" in page
+    clean = as_("viewer").get(f"/p/{story.project}/document/", {"key": "oncall"}).content.decode()
+    assert "still being flagged" not in clean and "stopped before it finished" not in clean
