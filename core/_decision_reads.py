@@ -264,9 +264,7 @@ class DecisionReads:
                         self.project_id, f"{span} {order}, d.queue_pos AS pos", {**params, "lo": lo, "top": hi + 1}
                     )
                     if rows and scope is not None and params["skip"] == 0:
-                        if len(heads) >= QUEUE_HEADS_KEPT:
-                            heads.clear()  # a hint: forgetting costs one scan each
-                        heads[key] = rows[0]["pos"]  # the head of this queue
+                        _remember_head(heads, key, rows[0]["pos"])  # the head of this queue
                     return rows
 
                 return c.widening(
@@ -320,9 +318,7 @@ class DecisionReads:
             if head is not None and scope is not None:
                 # remembered as a first page's read remembers it: a worker
                 # that only ever serves later pages scanned for it each time
-                if len(heads) >= QUEUE_HEADS_KEPT:
-                    heads.clear()
-                heads[key] = head
+                _remember_head(heads, key, head)
         return head
 
     def review_summary(self, *, causes: int = 50) -> tuple[dict[str, int], list[tuple[str, int]]]:
@@ -665,6 +661,12 @@ _RECORD_MAP = (
     "{ordinal: r.ordinal, data: r.data, current: r.current, reviewed_by: r.reviewed_by, "
     "reviewed_at: r.reviewed_at, review_explanation: r.review_explanation}"
 )
+
+
+def _remember_head(heads: dict[tuple[str, str | None], int], key: tuple[str, str | None], pos: int) -> None:
+    if len(heads) >= QUEUE_HEADS_KEPT:
+        heads.clear()  # a hint: forgetting costs one scan each
+    heads[key] = pos
 
 
 def _history_page(rows: list[dict[str, Any]], limit: int) -> SupportHistoryPage:

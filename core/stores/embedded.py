@@ -47,7 +47,6 @@ APPENDFSYNC_CHOICES = ("always", "everysec", "no")
 START_TIMEOUT_S = 60.0  # to answer at all; a server loading its data is waited for as long as it loads
 PROBE_TIMEOUT_S = 2.0
 FOLD_WAIT_S = 60.0  # a stop waits this long for the rewrite that folds replayed constraints (``_fold_constraints``)
-MANIFEST_NAME = "appendonly.aof.manifest"
 #: a unique constraint's creation, as the append-only file records it
 _CONSTRAINT_RECORD = re.compile(rb"(?i)graph\.constraint")
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
@@ -323,17 +322,17 @@ class EmbeddedServer:
         """Whether the append-only file's increments, which a start replays
         record by record, hold a unique constraint's creation. A file that
         cannot be read counts as holding one (a rewrite costs only time)."""
+        from .purge import manifest_entries
+
         folder = self.data_dir / "appendonlydir"
-        try:
-            manifest = (folder / MANIFEST_NAME).read_text()
-        except FileNotFoundError:
+        if not folder.is_dir():
             return False
+        try:
+            entries = manifest_entries(folder)
         except OSError:
             return True
-        for line in manifest.splitlines():
-            words = line.split()
-            entry = dict(zip(words[::2], words[1::2]))
-            if entry.get("type") != "i" or "file" not in entry:
+        for entry in entries or []:
+            if entry.get("type") != "i":
                 continue
             try:
                 with open(folder / entry["file"], "rb") as f:
@@ -365,22 +364,14 @@ class EmbeddedServer:
         again)."""
         import redis
 
+        from .purge import rewrite_append_only_file
+
         if not self._replays_constraints():
             return
         try:
-            try:
-                client.execute_command("BGREWRITEAOF")
-            except redis.ResponseError as exc:
-                if "already in progress" not in str(exc):
-                    return
-            deadline = time.monotonic() + FOLD_WAIT_S
-            while time.monotonic() < deadline:
-                info = client.info("persistence")
-                if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
-                    return
-                time.sleep(0.02)
-        except redis.RedisError:
-            pass
+            rewrite_append_only_file(client, time.monotonic() + FOLD_WAIT_S)
+        except (redis.RedisError, GraphStoreError):
+            pass  # the server stops anyway; the next stop folds
 
     def shutdown(self) -> None:
         """Stop the server cleanly (the append-only file is flushed first)."""

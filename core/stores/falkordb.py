@@ -361,9 +361,10 @@ class FalkorDBStore(GraphStore):
                 if (index.label, "__fulltext__") not in existing:
                     props = ", ".join(f"'{p}'" for p in index.properties)
                     self._exec_schema(graph, f"CALL db.idx.fulltext.createNodeIndex('{index.label}', {props})")
+            made = self._constraint_statuses(graph)  # asked once: each made only when missing
             for index in schema.indexes:
                 if index.unique:
-                    self._ensure_unique(graph, index.label, index.properties)
+                    self._ensure_unique(graph, index.label, index.properties, made.get((index.label, index.properties)))
             self._schema_done.add((project_id, schema))
 
     def _exec_schema(self, graph: Any, query: str) -> None:
@@ -396,10 +397,9 @@ class FalkorDBStore(GraphStore):
                     found.add((row["label"], "__fulltext__"))
         return found
 
-    def _ensure_unique(self, graph: Any, label: str, properties: tuple[str, ...]) -> None:
-        # Asked first, made only when missing: each process opening a
-        # project asks once instead of being refused and then asking.
-        status = self._constraint_status(graph, label, properties)
+    def _ensure_unique(self, graph: Any, label: str, properties: tuple[str, ...], status: str | None) -> None:
+        """Make the unique constraint when ``status`` (its status as last
+        read) says there is none, and wait until it is operational."""
         if status is None:
             args = [
                 "GRAPH.CONSTRAINT",
@@ -417,7 +417,7 @@ class FalkorDBStore(GraphStore):
             except redis.ResponseError as exc:
                 if "already exists" not in str(exc).lower():  # another process made it meanwhile
                     raise GraphStoreError(f"FalkorDB constraint setup failed on {label}: {exc}") from exc
-            status = self._constraint_status(graph, label, properties)
+            status = self._constraint_statuses(graph).get((label, properties))
         # Constraints are built asynchronously: wait until operational.
         deadline = time.monotonic() + _CONSTRAINT_WAIT_S
         while status != "OPERATIONAL":
@@ -428,27 +428,26 @@ class FalkorDBStore(GraphStore):
             if time.monotonic() > deadline:
                 raise GraphStoreError(f"uniqueness constraint on {label} did not become operational")
             time.sleep(0.02)
-            status = self._constraint_status(graph, label, properties)
+            status = self._constraint_statuses(graph).get((label, properties))
 
-    def _constraint_status(self, graph: Any, label: str, properties: tuple[str, ...]) -> str | None:
-        """The status of the unique constraint on ``label``'s ``properties``
-        (``OPERATIONAL``, ``UNDER CONSTRUCTION``, ``FAILED``), None when there
-        is none."""
+    def _constraint_statuses(self, graph: Any) -> dict[tuple[str, tuple[str, ...]], str]:
+        """The graph's unique constraints, (label, properties) -> status
+        (``OPERATIONAL``, ``UNDER CONSTRUCTION``, ``FAILED``); none for a
+        graph not made yet."""
         try:
             rows = self._run(
                 self._redis.execute_command,
                 graph,
                 "CALL db.constraints() YIELD type, label, properties, status "
-                "WHERE type = 'UNIQUE' AND label = $label RETURN properties, status",
-                {"label": label},
+                "WHERE type = 'UNIQUE' RETURN label, properties, status",
+                {},
                 read_only=True,
             )
         except GraphStoreError as exc:
-            if "empty key" in str(exc).lower():  # a graph not made yet has none
-                return None
+            if "empty key" in str(exc).lower():
+                return {}
             raise
-        statuses = [r["status"] for r in rows if list(r["properties"]) == list(properties)]
-        return statuses[0] if statuses else None
+        return {(r["label"], tuple(r["properties"])): r["status"] for r in rows}
 
     def fulltext_query(self, label: str, var: str) -> str:
         return f"CALL db.idx.fulltext.queryNodes('{label}', $q) YIELD node AS {var}, score"

@@ -61,34 +61,59 @@ def _falkordb(store: Any, timeout: float) -> dict[str, Any]:
 
     client = store._redis
     deadline = time.monotonic() + timeout
-
-    def info() -> dict[str, Any]:
-        return client.info("persistence")
-
     try:
-        if not info().get("aof_enabled"):
-            return _rdb_only(client, info, deadline)
-        # a rewrite that began before this round may predate the redactions it must cover
-        while (now := info())["aof_rewrite_in_progress"] or now["aof_rewrite_scheduled"]:
-            _wait(deadline)
-        before = now["aof_rewrites"]
-        try:
-            client.execute_command("BGREWRITEAOF")
-        except redis.ResponseError as exc:  # one started in between: it began after our read too
-            if "already in progress" not in str(exc):
-                raise
-        while True:
-            now = info()
-            if now["aof_rewrites"] > before and not now["aof_rewrite_in_progress"] and not now["aof_rewrite_scheduled"]:
-                break
-            _wait(deadline)
-        if now["aof_last_bgrewrite_status"] != "ok":
-            raise GraphStoreError("the append-only file rewrite failed; see the server's log")
-        size = now.get("aof_current_size", 0)
+        if not client.info("persistence").get("aof_enabled"):
+            return _rdb_only(client, lambda: client.info("persistence"), deadline)
+        size = rewrite_append_only_file(client, deadline)
     except redis.RedisError as exc:
         raise GraphStoreError(f"the append-only file rewrite failed: {exc}") from exc
     removed = _stray_files(store)
     return {"backend": "falkordb", "aof_size": size, "removed": removed}
+
+
+def rewrite_append_only_file(client: Any, deadline: float) -> int:
+    """Rewrite the server's append-only file and wait (until ``deadline``,
+    a ``time.monotonic()``) until a rewrite that began after this call
+    finished; its size. Raises GraphStoreError when the rewrite failed or
+    did not finish in time (redis errors are the caller's)."""
+    import redis
+
+    def info() -> dict[str, Any]:
+        return client.info("persistence")
+
+    # a rewrite that began before this call may predate what it must cover
+    while (now := info())["aof_rewrite_in_progress"] or now["aof_rewrite_scheduled"]:
+        _wait(deadline)
+    before = now["aof_rewrites"]
+    try:
+        client.execute_command("BGREWRITEAOF")
+    except redis.ResponseError as exc:  # one started in between: it began after our read too
+        if "already in progress" not in str(exc):
+            raise
+    while True:
+        now = info()
+        if now["aof_rewrites"] > before and not now["aof_rewrite_in_progress"] and not now["aof_rewrite_scheduled"]:
+            break
+        _wait(deadline)
+    if now["aof_last_bgrewrite_status"] != "ok":
+        raise GraphStoreError("the append-only file rewrite failed; see the server's log")
+    return int(now.get("aof_current_size", 0))
+
+
+def manifest_entries(aof_dir: Path) -> list[dict[str, str]] | None:
+    """The files an append-only directory's manifest names, each as its
+    fields (``file``, ``seq``, ``type``: ``b`` base, ``i`` increment, ``h``
+    history); None when there is not exactly one manifest."""
+    manifests = list(aof_dir.glob("*.manifest"))
+    if len(manifests) != 1:
+        return None
+    entries = []
+    for line in manifests[0].read_text().splitlines():
+        words = line.split()
+        entry = dict(zip(words[::2], words[1::2]))
+        if "file" in entry:
+            entries.append(entry)
+    return entries
 
 
 def _rdb_only(client: Any, info: Any, deadline: float) -> dict[str, Any]:
@@ -119,13 +144,9 @@ def _stray_files(store: Any) -> list[str]:
     data_dir = Path(server.data_dir)
     removed: list[str] = []
     aof_dir = data_dir / "appendonlydir"
-    manifests = list(aof_dir.glob("*.manifest"))
-    if len(manifests) == 1:
-        named = {manifests[0].name}
-        for line in manifests[0].read_text().splitlines():
-            fields = line.split()
-            if len(fields) >= 2 and fields[0] == "file":
-                named.add(fields[1])
+    entries = manifest_entries(aof_dir)
+    if entries is not None:
+        named = {p.name for p in aof_dir.glob("*.manifest")} | {e["file"] for e in entries}
         for path in aof_dir.iterdir():
             if path.name not in named and path.is_file():
                 path.unlink()
