@@ -49,6 +49,7 @@ class PurgeReport:
     seconds: float = 0.0
     at: str | None = None
     files: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, Any] = field(default_factory=dict)  # what the key store did with its files
 
 
 def pending_count(store: GraphStore) -> int:
@@ -76,8 +77,10 @@ def purge_round(store: GraphStore) -> PurgeReport:
         if rows:
             covered[p] = rows
     ranges = [r for rows in covered.values() for row in rows for r in parse_ranges(row["slots"])]
+    keys = keys_of(store)
     if ranges:
-        report.slots = keys_of(store).destroy(ranges)
+        report.slots = keys.destroy(ranges)
+        report.keys = keys.purge_files()  # a key server's append-only file loses the destroyed keys
     for p in projects:
         report.requests_scrubbed += _scrub_requests(store, p)
     from .stores.purge import purge_files

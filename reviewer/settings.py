@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from core.stores.embedded import default_data_dir
 from reviewer.env import env_bool, env_int, env_list, env_positive_int
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -20,7 +21,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
 
-DATA_DIR = Path(os.environ.get("REVIEWER_DATA_DIR") or BASE_DIR / "var").resolve()
+DATA_DIR = default_data_dir()  # $REVIEWER_DATA_DIR or <checkout>/var, as the core's default
 
 REVIEWER_STORE_URL = os.environ.get("REVIEWER_STORE_URL") or f"falkordb+embedded://{DATA_DIR / 'graph'}"
 

@@ -13,12 +13,17 @@ Urls:
 
 Every store has an event-key store (``core.stores.keystore``): event bodies are
 encrypted with a key per event kept there, outside the graph. For a server
-url, ``?keys=/abs/path/file.keys`` names it (``keys_sync=always|everysec|no``,
-default ``always``); without it the default is
+url, ``?keys=`` names it: an absolute path of a key file (one host), or a
+``redis://[:password@]host:port[/db]``, ``rediss://`` or ``unix:///path.sock``
+url of a Redis-compatible server with an append-only file (several hosts;
+percent-encode it inside the store url); ``keys_sync=always|everysec|no``,
+default ``always``. Without it the default is
 ``$REVIEWER_DATA_DIR/keys/<backend>-<hash of host, port and database>.keys``
-(``./var`` when ``REVIEWER_DATA_DIR`` is unset). Every process of one
-deployment must open the same key file: set ``keys=`` to a shared path when
-they do not share a working directory.
+(``REVIEWER_DATA_DIR`` unset: the ``var`` directory of this checkout, never
+the working directory). A graph and its key store are bound to each other on
+first use (``keystore.bind_keys``): opening a graph with a key store that is
+not its own raises :class:`KeyStoreMismatchError`, which says which and how to
+fix it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from .base import (
     Tx,
     redact_url,
 )
+from .keystore import KeyStoreMismatchError
 
 __all__ = [
     "GraphStore",
@@ -44,6 +50,7 @@ __all__ = [
     "GraphStoreError",
     "GraphStoreMissingExtraError",
     "GraphStoreWriteConflictError",
+    "KeyStoreMismatchError",
     "Schema",
     "Tx",
     "open_store",
@@ -73,7 +80,11 @@ def open_store(url: str) -> GraphStore:
     if scheme == "falkordb+embedded":
         return _open_embedded(url, parts.netloc, unquote(parts.path), query)
     store = _open_server(url, parts, scheme, port, query)
-    _attach_keys(store, url, parts, query)
+    try:
+        _attach_keys(store, url, parts, query)
+    except BaseException:
+        store.close()
+        raise
     return store
 
 
@@ -81,22 +92,21 @@ def _attach_keys(store: GraphStore, url: str, parts: object, query: dict[str, st
     import hashlib
 
     from .embedded import default_data_dir
-    from .keystore import SYNC_CHOICES, open_keystore
+    from .keystore import REDIS_SCHEMES, SYNC_CHOICES, bind_keys, open_keystore
 
     sync = query.get("keys_sync", "always")
     if sync not in SYNC_CHOICES:
-        store.close()
         raise _bad(url, f"keys_sync must be one of {', '.join(SYNC_CHOICES)}")
-    path = query.get("keys")
-    if path:
-        if not Path(path).is_absolute():
-            store.close()
-            raise _bad(url, "keys= must be an absolute path")
+    spec = query.get("keys")
+    if spec:
+        if urlsplit(spec).scheme.lower() not in REDIS_SCHEMES and not Path(spec).is_absolute():
+            raise _bad(url, "keys= must be an absolute path or a redis://, rediss:// or unix:// url")
     else:
         where = f"{parts.hostname}:{parts.port}{parts.path}?{query.get('database', '')}"  # type: ignore[attr-defined]
         digest = hashlib.sha256(where.encode()).hexdigest()[:16]
-        path = str(default_data_dir() / "keys" / f"{store.backend}-{digest}.keys")
-    store.keystore = open_keystore(path, sync=sync)  # type: ignore[attr-defined]
+        spec = str(default_data_dir() / "keys" / f"{store.backend}-{digest}.keys")
+    store.keystore = open_keystore(spec, sync=sync)  # type: ignore[attr-defined]
+    bind_keys(store, store.keystore)  # type: ignore[attr-defined]
 
 
 def _open_server(url: str, parts: object, scheme: str, port: int | None, query: dict[str, str]) -> GraphStore:
@@ -147,7 +157,7 @@ def _open_server(url: str, parts: object, scheme: str, port: int | None, query: 
 def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> GraphStore:
     from .embedded import EmbeddedServer, default_data_dir
     from .falkordb import FalkorDBStore
-    from .keystore import open_keystore
+    from .keystore import bind_keys, open_keystore
 
     if netloc:
         raise _bad(url, "an embedded url has no host: write falkordb+embedded:///absolute/path")
@@ -163,7 +173,12 @@ def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> G
         server.release()
         raise
     store.embedded_server = server  # type: ignore[attr-defined]
-    keys = data_dir.resolve() / "keys" / "events.keys"
-    store.keystore = open_keystore(keys, sync=server.appendfsync)
+    try:
+        keys = data_dir.resolve() / "keys" / "events.keys"
+        store.keystore = open_keystore(keys, sync=server.appendfsync)  # type: ignore[attr-defined]
+        bind_keys(store, store.keystore)  # type: ignore[attr-defined]
+    except BaseException:
+        store.close()
+        raise
     atexit.register(store.close)
     return store

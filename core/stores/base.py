@@ -295,6 +295,16 @@ class GraphStore(ABC):
         """Remove every node of the project (tests and tools)."""
 
     @abstractmethod
+    def store_property(self, name: str) -> str | None:
+        """A store-wide property (outside every project, kept by
+        ``drop_project``), or None when unset."""
+
+    @abstractmethod
+    def claim_store_property(self, name: str, value: str) -> str:
+        """Set a store-wide property unless it is set (atomically, against
+        every other process); the value it holds now."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release connections (and, for the embedded store, the server)."""
 

@@ -414,5 +414,12 @@ class EmbeddedServer:
                 pass
 
 
+#: the checkout's (or installation's) own ``var`` directory
+PACKAGE_DATA_DIR = Path(__file__).resolve().parents[2] / "var"
+
+
 def default_data_dir() -> Path:
-    return Path(os.environ.get("REVIEWER_DATA_DIR") or Path.cwd() / "var").resolve()
+    """``$REVIEWER_DATA_DIR``, or the ``var`` directory beside ``core/``: the
+    same for every process of an installation, whatever its working
+    directory (the dashboard's settings use this too)."""
+    return Path(os.environ.get("REVIEWER_DATA_DIR") or PACKAGE_DATA_DIR).resolve()

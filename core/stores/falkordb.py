@@ -30,6 +30,7 @@ from .base import (
     Schema,
     T,
     Tx,
+    check_identifier,
     redact_url,
 )
 
@@ -44,6 +45,8 @@ else:
     _IMPORT_ERROR = None
 
 GRAPH_PREFIX = "reviewer:"
+#: store-wide properties are plain keys beside the graphs (never a graph, so never a project)
+STORE_PROPERTY_PREFIX = "reviewer-store:"
 _CONSTRAINT_WAIT_S = 30.0
 #: After this many nodes made in a graph, the store reads one node's labels
 #: (``_fold_labels``). FalkorDB keeps the labels it gives new nodes in a
@@ -477,6 +480,20 @@ class FalkorDBStore(GraphStore):
             raise GraphStoreError(f"cannot drop project {project_id!r}: {exc}") from exc
         self._graphs.pop(project_id, None)
         self._schema_done = {item for item in self._schema_done if item[0] != project_id}
+
+    def store_property(self, name: str) -> str | None:
+        try:
+            found = self._redis.get(STORE_PROPERTY_PREFIX + check_identifier(name))
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        return found.decode() if isinstance(found, bytes) else found
+
+    def claim_store_property(self, name: str, value: str) -> str:
+        try:
+            self._redis.set(STORE_PROPERTY_PREFIX + check_identifier(name), value, nx=True)
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        return self.store_property(name) or value
 
     def close(self) -> None:
         try:

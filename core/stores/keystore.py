@@ -11,6 +11,17 @@ is overwritten in place with zeros and the file is synced, not unlinked. The
 event node keeps the slot number and ``base64(nonce + ciphertext)`` (AES-GCM,
 bound to the event id); the plain body never reaches the graph.
 
+Several hosts share one key store on a Redis-compatible server instead
+(:class:`RedisKeyStore`, ``keys=redis://…``): slots numbered by one counter,
+keys in one hash, a destroyed key deleted from it and the server's
+append-only file rewritten by the next purge round.
+
+A key store belongs to its graph (:func:`bind_keys`): on first use both
+record one id (the graph as a store-wide property, the file beside it as
+``<file>.id``, the server as a key), and opening a graph with a key store
+that is not its own is refused, so a redaction can never zero a slot of
+another key store's numbering.
+
 Durability follows the graph's: with ``sync="always"`` a key is on disk
 before the write that references it is sent; with ``"everysec"`` keys are
 synced by the first write a second or more after the last sync, and at exit
@@ -28,15 +39,31 @@ import fcntl
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from .base import GraphStoreError, redact_url
 from .private import private_dir
 
-__all__ = ["SLOT", "UNREADABLE", "KeyStore", "parse_ranges", "seal", "slot_ranges", "unseal"]
+__all__ = [
+    "SLOT",
+    "UNREADABLE",
+    "KeyStore",
+    "KeyStoreMismatchError",
+    "RedisKeyStore",
+    "bind_keys",
+    "open_keystore",
+    "parse_ranges",
+    "seal",
+    "slot_ranges",
+    "unseal",
+]
 
 SLOT = 32
 NONCE = 12
@@ -45,6 +72,12 @@ _ZERO = bytes(SLOT)
 #: redacted (a key store restored from an older backup, or a wrong ``keys=``).
 UNREADABLE = "[UNREADABLE: key missing]"
 SYNC_CHOICES = ("always", "everysec", "no")
+#: the store-wide property of a graph that names its key store
+BINDING = "event_key_store"
+
+
+class KeyStoreMismatchError(GraphStoreError):
+    """The key store opened with a graph is not the graph's own."""
 
 
 class KeyStore:
@@ -95,6 +128,53 @@ class KeyStore:
 
     def keys(self, slots: Iterable[int]) -> dict[int, bytes | None]:
         return {s: self.key(s) for s in slots}
+
+    def holds(self, slot: int) -> bool:
+        """Whether ``slot`` was ever given out (a destroyed key still was)."""
+        return 0 <= slot < self.count()
+
+    def count(self) -> int:
+        """How many slots were given out."""
+        return os.fstat(self._plain).st_size // SLOT
+
+    # -- identity -------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    @property
+    def _id_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".id")
+
+    def identity(self) -> str | None:
+        """The id this key store shares with its graph, or None before its
+        first binding."""
+        try:
+            return self._id_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def claim_identity(self, value: str) -> str:
+        """Record ``value`` as the id unless one is recorded; the id now."""
+        try:
+            fd = os.open(self._id_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            found = self.identity()
+            if found is None:  # a torn write: the creator died before writing
+                self._id_path.write_text(value + "\n")
+                return value
+            return found
+        try:
+            os.write(fd, (value + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return value
+
+    def purge_files(self) -> dict[str, Any]:
+        """A destroyed key is overwritten in place and synced: nothing to do."""
+        return {"keys": "file", "where": self.where}
 
     def destroy(self, slots: Iterable[int] | Iterable[tuple[int, int]]) -> int:
         """Overwrite the keys (slot numbers or inclusive ``(first, last)``
@@ -209,34 +289,197 @@ def unseal(key: bytes | None, event_id: str, sealed: str) -> str | None:
         return None
 
 
-_KEYSTORES: dict[str, KeyStore] = {}
+class RedisKeyStore:
+    """Keys on a Redis-compatible server, shared by every host of a
+    deployment. Thread-safe (the client's connection pool).
 
+    ``<prefix>next`` counts the slots given out (``INCRBY``, so two hosts
+    never number two keys alike), ``<prefix>keys`` is a hash of slot -> key,
+    ``<prefix>id`` the binding id. A destroyed key is deleted from the hash;
+    the server must persist to an append-only file (checked on opening), and
+    :meth:`purge_files` rewrites that file so the deleted bytes leave it.
+    With ``sync="always"`` a write waits until the server has synced it to
+    its append-only file (``WAITAOF``) before the graph names the key."""
 
-def open_keystore(path: str | Path, *, sync: str) -> KeyStore:
-    """The one key store of a path in this process (stores opened on the
-    same url share it)."""
-    key = str(Path(path).resolve())
-    found = _KEYSTORES.get(key)
-    if found is not None:  # the same file still (not deleted and made anew)?
+    BATCH = 10_000
+
+    def __init__(self, url: str, *, sync: str = "always", prefix: str = "reviewer:eventkeys:") -> None:
+        import redis
+
+        if sync not in SYNC_CHOICES:
+            raise ValueError(f"sync must be one of {', '.join(SYNC_CHOICES)}")
+        self.url = url
+        self.sync = sync
+        self._next = prefix + "next"
+        self._hash = prefix + "keys"
+        self._id = prefix + "id"
         try:
-            same = os.stat(key).st_ino == os.fstat(found._plain).st_ino  # type: ignore[attr-defined]
-        except OSError:
-            same = False
-        if not same:
-            found = None
-    if found is None:
-        found = _KEYSTORES[key] = KeyStore(key, sync=sync)
-    return found
+            self._redis = redis.Redis.from_url(url, socket_timeout=30, socket_connect_timeout=5)
+            persistence = self._redis.info("persistence")
+        except (redis.RedisError, ValueError) as exc:
+            raise GraphStoreError(f"the event-key store {self.where} does not answer: {exc}") from exc
+        if not persistence.get("aof_enabled"):
+            self._redis.close()
+            raise GraphStoreError(
+                f"the event-key store {self.where} keeps no append-only file: start it with "
+                "--appendonly yes (a destroyed key must leave its files, and a new one must be on disk)"
+            )
+
+    @property
+    def where(self) -> str:
+        return redact_url(self.url)
+
+    def _call(self, fn: Any) -> Any:
+        import redis
+
+        try:
+            return fn()
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"the event-key store {self.where} failed: {exc}") from exc
+
+    SYNC_WAIT_MS = 5000
+
+    def _waitaof(self, pipe: Any) -> None:
+        pipe.execute_command("WAITAOF", 1, 0, self.SYNC_WAIT_MS)
+
+    def _check_synced(self, replies: list[Any]) -> None:
+        local = replies[-1][0] if replies and isinstance(replies[-1], (list, tuple)) else 0
+        if int(local) < 1:
+            raise GraphStoreError(
+                f"the event-key store {self.where} did not sync its append-only file within "
+                f"{self.SYNC_WAIT_MS / 1000:g} s (run it with appendfsync always or everysec)"
+            )
+
+    def new_keys(self, n: int) -> tuple[int, list[bytes]]:
+        keys = [AESGCM.generate_key(bit_length=256) for _ in range(n)]
+        last = int(self._call(lambda: self._redis.incrby(self._next, n)))
+        first = last - n
+        for start in range(0, n, self.BATCH):
+            pipe = self._redis.pipeline(transaction=False)
+            pipe.hset(self._hash, mapping={first + i: keys[i] for i in range(start, min(n, start + self.BATCH))})
+            synced = self.sync == "always" and start + self.BATCH >= n
+            if synced:  # on disk before the graph names it
+                self._waitaof(pipe)
+            replies = self._call(pipe.execute)
+            if synced:
+                self._check_synced(replies)
+        return first, keys
+
+    def key(self, slot: int) -> bytes | None:
+        return self.keys([slot])[slot]
+
+    def keys(self, slots: Iterable[int]) -> dict[int, bytes | None]:
+        wanted = list(dict.fromkeys(slots))
+        if not wanted:
+            return {}
+        found = self._call(lambda: self._redis.hmget(self._hash, wanted))
+        return {s: (k if k and len(k) == SLOT else None) for s, k in zip(wanted, found)}
+
+    def count(self) -> int:
+        return int(self._call(lambda: self._redis.get(self._next)) or 0)
+
+    def holds(self, slot: int) -> bool:
+        return 0 <= slot < self.count()
+
+    def destroy(self, slots: Iterable[int] | Iterable[tuple[int, int]]) -> int:
+        ranges = [item if isinstance(item, tuple) else (item, item) for item in slots]  # type: ignore[misc]
+        if not ranges:
+            return 0
+        top = self.count() - 1
+        count = 0
+        batch: list[int] = []
+        for first, last in _merge(ranges):  # type: ignore[arg-type]
+            for slot in range(max(first, 0), min(last, top) + 1):
+                batch.append(slot)
+                if len(batch) >= self.BATCH:
+                    count += self._delete(batch)
+                    batch = []
+        count += self._delete(batch, last=True)
+        return count
+
+    def _delete(self, slots: list[int], *, last: bool = False) -> int:
+        if not slots and not last:
+            return 0
+        pipe = self._redis.pipeline(transaction=False)
+        if slots:
+            pipe.hdel(self._hash, *slots)
+        if last:  # a destruction is on disk before it is reported
+            self._waitaof(pipe)
+        replies = self._call(pipe.execute)
+        if last:
+            self._check_synced(replies)
+        return len(slots)
+
+    def identity(self) -> str | None:
+        found = self._call(lambda: self._redis.get(self._id))
+        return found.decode() if found else None
+
+    def claim_identity(self, value: str) -> str:
+        self._call(lambda: self._redis.set(self._id, value, nx=True))
+        return self.identity() or value
+
+    def purge_files(self, *, timeout: float = 3600.0) -> dict[str, Any]:
+        """Rewrite the server's append-only file, so the keys deleted before
+        this call leave its files."""
+        import redis
+
+        from .purge import rewrite_append_only_file
+
+        try:
+            size = rewrite_append_only_file(self._redis, time.monotonic() + timeout)
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"the event-key store {self.where}: the rewrite failed: {exc}") from exc
+        return {"keys": "redis", "where": self.where, "aof_size": size}
+
+    def flush(self) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        self._waitaof(pipe)
+        self._check_synced(self._call(pipe.execute))
+
+    def close(self) -> None:
+        self._redis.close()
+
+    def __repr__(self) -> str:
+        return f"RedisKeyStore({self.where!r})"
 
 
-def keys_of(store: object) -> KeyStore:
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+_KEYSTORES: dict[str, KeyStore | RedisKeyStore] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def open_keystore(spec: str | Path, *, sync: str) -> KeyStore | RedisKeyStore:
+    """The one key store of a path, or of a ``redis://``, ``rediss://`` or
+    ``unix://`` url, in this process (stores opened on the same url share it)."""
+    text = str(spec)
+    if urlsplit(text).scheme.lower() in REDIS_SCHEMES:
+        with _OPEN_LOCK:
+            found = _KEYSTORES.get(text)
+            if found is None:
+                found = _KEYSTORES[text] = RedisKeyStore(text, sync=sync)
+            return found
+    key = str(Path(text).resolve())
+    with _OPEN_LOCK:
+        found = _KEYSTORES.get(key)
+        if found is not None:  # the same file still (not deleted and made anew)?
+            try:
+                same = os.stat(key).st_ino == os.fstat(found._plain).st_ino  # type: ignore[union-attr]
+            except OSError:
+                same = False
+            if not same:
+                found = None
+        if found is None:
+            found = _KEYSTORES[key] = KeyStore(key, sync=sync)
+        return found
+
+
+def keys_of(store: object) -> KeyStore | RedisKeyStore:
     """The key store of a graph store: the one ``open_store`` attached, or,
     for a store built directly, the default file for its url."""
     found = getattr(store, "keystore", None)
     if found is None:
         import hashlib
 
-        from .base import redact_url
         from .embedded import default_data_dir
 
         digest = hashlib.sha256(redact_url(getattr(store, "url", "")).encode()).hexdigest()[:16]
@@ -247,17 +490,90 @@ def keys_of(store: object) -> KeyStore:
     return found  # type: ignore[return-value]
 
 
+#: events read, per project, to tell whether a key store opens a graph's bodies
+SAMPLES = 3
+
+
+def bind_keys(store: Any, keys: KeyStore | RedisKeyStore) -> str:
+    """Bind ``keys`` to the graph of ``store`` (on first use both record one
+    id), or raise :class:`KeyStoreMismatchError` when it is not the graph's
+    own. Returns the id.
+
+    Once bound, two small reads decide. Before that (a new graph, or one
+    written by an older version), the graph's bodies decide: a key store
+    is taken only when no encrypted body of the graph fails to open with it.
+    Two graphs may share a key store (their slots never collide); a graph
+    with its keys in two places is what this refuses."""
+    graph_id = store.store_property(BINDING)
+    key_id = keys.identity()
+    if graph_id is not None and key_id == graph_id:
+        return graph_id
+    if graph_id is not None and key_id is not None:
+        raise _mismatch(store, keys, graph_id, f"belongs to another graph (key store {key_id})")
+    opened, failed = _sample(store, keys)
+    if failed:
+        project, event = failed
+        what = "a new, empty key store" if keys.count() == 0 else "a key store that does not hold its keys"
+        raise _mismatch(
+            store, keys, graph_id, f"is {what}: event {event} of project {project!r} cannot be opened with it"
+        )
+    if graph_id is not None and not opened:
+        raise _mismatch(store, keys, graph_id, "is not the one it was bound to")
+    chosen = keys.claim_identity(graph_id or key_id or uuid.uuid4().hex)
+    bound = store.claim_store_property(BINDING, chosen)
+    if bound != chosen:  # another process bound the graph to another key store meanwhile
+        raise _mismatch(store, keys, bound, f"belongs to key store {chosen}")
+    return bound
+
+
+def _sample(store: Any, keys: KeyStore | RedisKeyStore) -> tuple[int, tuple[str, str] | None]:
+    """How many sampled bodies opened, and the first that could not."""
+    opened = 0
+    for project in store.list_projects():
+        rows = store.read(
+            project,
+            "MATCH (e:Event) WHERE e.project_id = $p AND e.payload_ct IS NOT NULL "
+            "RETURN e.id AS id, e.key_slot AS slot, e.payload_ct AS ct LIMIT $n",
+            {"p": project, "n": SAMPLES},
+        )
+        found = keys.keys([r["slot"] for r in rows])
+        for row in rows:
+            key = found[row["slot"]]
+            if key is None:
+                if not keys.holds(row["slot"]):
+                    return opened, (project, str(row["id"]))
+                continue  # destroyed: says nothing either way
+            if unseal(key, str(row["id"]), row["ct"]) is None:
+                return opened, (project, str(row["id"]))
+            opened += 1
+    return opened, None
+
+
+def _mismatch(store: Any, keys: Any, graph_id: str | None, why: str) -> KeyStoreMismatchError:
+    owner = f"keeps its event keys in key store {graph_id}" if graph_id else "holds encrypted event bodies"
+    return KeyStoreMismatchError(
+        f"refusing to open {redact_url(getattr(store, 'url', ''))} with the event-key store {keys.where}: "
+        f"the graph {owner}, and {keys.where} {why}. Open it with its own key store (a server url takes "
+        "?keys=/absolute/path/events.keys or ?keys=redis://host:port; a key file's id is in <file>.id "
+        "beside it), or restore that key store from the backup taken with the graph. Writing with another "
+        "key store would leave redactions destroying the wrong keys."
+    )
+
+
 def open_bodies(store: object, rows: list[dict]) -> list[dict]:
     """Event rows (with ``payload``, ``payload_ct``, ``key_slot``) with the
     plain body in ``payload`` and the sealing fields gone. A row written
-    before encryption keeps its stored ``payload``; a redacted one its marker."""
-    keys = None
+    before encryption keeps its stored ``payload``; a redacted one its marker.
+    The keys are read in one call (one round trip for a server's key store)."""
+    sealed_rows = []
     for row in rows:
         sealed = row.pop("payload_ct", None)
         slot = row.pop("key_slot", None)
-        if sealed is None or row.get("payload") is not None:
-            continue
-        keys = keys or keys_of(store)
-        body = unseal(keys.key(slot), str(row["id"]), sealed)
-        row["payload"] = UNREADABLE if body is None else body
+        if sealed is not None and row.get("payload") is None:
+            sealed_rows.append((row, slot, sealed))
+    if sealed_rows:
+        found = keys_of(store).keys(slot for _, slot, _ in sealed_rows)
+        for row, slot, sealed in sealed_rows:
+            body = unseal(found.get(slot), str(row["id"]), sealed)
+            row["payload"] = UNREADABLE if body is None else body
     return rows

@@ -382,6 +382,29 @@ class Neo4jStore(GraphStore):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
 
+    def store_property(self, name: str) -> str | None:
+        rows = self.read("", "MATCH (m:ReviewerStore {name: $n}) RETURN m.value AS v", {"n": name})
+        return rows[0]["v"] if rows else None
+
+    def claim_store_property(self, name: str, value: str) -> str:
+        # one node a name, kept unique by a constraint (two processes' MERGE
+        # race: the loser's commit fails on it, and it reads the winner's)
+        try:
+            with self._session(write=True) as session:
+                session.run(
+                    "CREATE CONSTRAINT reviewer_store_name IF NOT EXISTS FOR (m:ReviewerStore) REQUIRE m.name IS UNIQUE"
+                ).consume()
+                session.execute_write(
+                    lambda tx: tx.run(
+                        "MERGE (m:ReviewerStore {name: $n}) ON CREATE SET m.value = $v", {"n": name, "v": value}
+                    ).consume()
+                )
+        except neo4j_errors.ConstraintError:
+            pass
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise self._wrap(exc) from exc
+        return self.store_property(name) or value
+
     def close(self) -> None:
         self._driver.close()
 
