@@ -16,13 +16,19 @@ removed. A purge round, for the whole store:
    covered by the next one.
 
 The pending state lives in the graph, so it survives any crash: a round run
-after a restart completes it. Nothing here starts by itself: the web process
-runs rounds in a background thread (``Purger.kick``) after a redaction and
-when it opens the store, and ``manage.py purge_disk`` runs one (for cron).
+after a restart completes it. Who runs rounds, in a background thread of the
+process (``Purger.kick``): every redaction and deletion, whoever makes it
+(library, importer, API, MCP, dashboard); a process at exit, for the rounds
+it started (bounded); a web process when it opens the store, and every
+``Purger.CHECK_EVERY_S`` while it runs (``Purger.watch``: what a process that
+died left pending); ``manage.py purge_disk`` (for cron). So while a server
+runs, no redaction stays pending for more than about 30 s
+(``MAX_WAIT_S`` or ``CHECK_EVERY_S``, then the round itself).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import threading
@@ -156,9 +162,15 @@ class Purger:
     tests) starts at once."""
 
     QUIET_S = 5.0
-    MAX_WAIT_S = 60.0
+    MAX_WAIT_S = 20.0
+    #: how often a watching process looks for entries another process left pending
+    CHECK_EVERY_S = 10.0
+    #: how long a process at exit waits for the purges it started
+    EXIT_WAIT_S = 60.0
     _lock = threading.Lock()
     _running: dict[int, Purger] = {}
+    _watched: dict[int, threading.Event] = {}
+    _exit_hook = False
 
     def __init__(self, store: GraphStore) -> None:
         self.store = store
@@ -184,7 +196,49 @@ class Purger:
             if purger.thread is None or not purger.thread.is_alive():
                 purger.thread = threading.Thread(target=purger._run, name="reviewer-disk-purge", daemon=True)
                 purger.thread.start()
+            if not cls._exit_hook:  # registered after the store's own close: runs before it
+                atexit.register(cls.finish_all)
+                cls._exit_hook = True
         return purger
+
+    @classmethod
+    def finish_all(cls, timeout: float | None = None) -> None:
+        """Run the rounds this process started now, and wait for them
+        (bounded): a script that redacts and exits leaves nothing pending."""
+        with cls._lock:
+            purgers = [p for p in cls._running.values() if p.thread is not None and p.thread.is_alive()]
+            for purger in purgers:
+                purger.urgent = True
+        deadline = time.monotonic() + (cls.EXIT_WAIT_S if timeout is None else timeout)
+        for purger in purgers:
+            purger.wait(max(0.0, deadline - time.monotonic()))
+
+    @classmethod
+    def watch(cls, store: GraphStore, *, every: float | None = None) -> None:
+        """Check ``store`` for pending entries every ``CHECK_EVERY_S``, in a
+        daemon thread, and purge when there are (until ``unwatch``)."""
+        with cls._lock:
+            if id(store) in cls._watched:
+                return
+            stop = cls._watched[id(store)] = threading.Event()
+        interval = cls.CHECK_EVERY_S if every is None else every
+
+        def loop() -> None:
+            while not stop.wait(interval):
+                try:
+                    if pending_count(store):
+                        cls.kick(store, now=True)
+                except Exception as exc:  # the store is down or closed: the next tick tries again
+                    log.debug("disk purge check failed: %s", exc)
+
+        threading.Thread(target=loop, name="reviewer-disk-purge-watch", daemon=True).start()
+
+    @classmethod
+    def unwatch(cls, store: GraphStore) -> None:
+        with cls._lock:
+            stop = cls._watched.pop(id(store), None)
+        if stop is not None:
+            stop.set()
 
     def _quiet(self) -> None:
         while not self.urgent:

@@ -127,6 +127,8 @@ class HistoryRetention:
         result = self.store.transact(self.project_id, work)
         if shred:  # the key goes now; the purge destroys it again should this process die here
             keys_of(self.store).destroy(shred)
+        if result.recorded:
+            purge_disk_soon(self.store)  # whoever redacts starts the purge of the files
         return result
 
     def _deletion_plan(self, tx: Tx | None, tid: str, include_decisions: bool) -> dict[str, Any]:
@@ -259,6 +261,8 @@ class HistoryRetention:
         result = self.store.transact(self.project_id, work)
         if shred:  # the keys go now; the purge destroys them again should this process die here
             keys_of(self.store).destroy(parse_ranges(slot_ranges(shred)))
+        if result.recorded:
+            purge_disk_soon(self.store)  # whoever deletes starts the purge of the files
         return result
 
     def _delete_records(self, tx: Tx, tid: str, own: list[str] | None, tally: _counters.Tally, at: str) -> None:
@@ -392,7 +396,10 @@ def _bool(value: Any) -> bool:
 def purge_disk_soon(store: GraphStore, *, now: bool = False) -> None:
     """Start this process's background disk purge (``core._purge``): after a
     quiet spell following a redaction or deletion, or ``now`` (on opening a
-    store, to finish a purge an earlier process left pending)."""
+    store, to finish a purge an earlier process left pending). Every
+    redaction and deletion calls it; a process that exits finishes the
+    purges it started first (at most ``Purger.EXIT_WAIT_S``), and a server
+    also checks on a timer (``Purger.watch``) for what others left pending."""
     Purger.kick(store, now=now)
 
 

@@ -51,3 +51,15 @@ def worker_exit(server: Any, worker: Any) -> None:
         reset_store()
     except Exception as exc:  # the worker is going anyway; say why the store did not close cleanly
         server.log.warning("worker %s could not close its store: %s", worker.pid, exc)
+
+
+def post_worker_init(worker: Any) -> None:
+    """A worker opens its store as it starts, not at its first request: the
+    open runs a disk purge round for what an earlier process left pending,
+    and starts the timer that finishes what others leave (``core._purge``)."""
+    try:
+        from reviewer.store import get_store
+
+        get_store()
+    except Exception as exc:  # a store that is down: the first request says so, and opens it later
+        worker.log.warning("worker %s could not open its store yet: %s", worker.pid, exc)

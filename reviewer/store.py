@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from django.conf import settings
 
+from core._purge import Purger
 from core.retention import purge_disk_soon
 from core.stores import GraphStore, GraphStoreError, open_store
 
@@ -46,6 +47,7 @@ def get_store() -> GraphStore:
         if _store is None:
             _store = open_store(settings.REVIEWER_STORE_URL)
             purge_disk_soon(_store, now=True)  # finishes a disk purge an earlier process left pending
+            Purger.watch(_store)  # and what other processes leave pending while this one runs
         return _store
 
 
@@ -89,6 +91,7 @@ def reset_store() -> None:
     with _lock:
         old, _store = _store, None
     if old is not None:
+        Purger.unwatch(old)
         try:
             old.close()
         except GraphStoreError:

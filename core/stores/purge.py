@@ -18,11 +18,13 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 from .base import GraphStore, GraphStoreError
+from .embedded import _pid_alive
 
 REWRITE_TIMEOUT_S = 3600.0
 
@@ -135,9 +137,16 @@ def _wait(deadline: float) -> None:
     time.sleep(0.05)
 
 
+#: what a rewrite or a snapshot writes while it runs, named by the child's pid
+_TEMP_FILE = re.compile(r"^temp-(?:rewriteaof-(?:bg-)?)?(\d+)\.(?:aof|rdb)$")
+
+
 def _stray_files(store: Any) -> list[str]:
-    """For the embedded store: AOF files its manifest no longer names, and
-    RDB files, are deleted (they may hold what was redacted)."""
+    """For the embedded store: AOF files its manifest no longer names, RDB
+    files, and the temporary files of a rewrite or snapshot whose process is
+    gone (a rewrite killed mid-way leaves one: it holds the whole graph as it
+    was) are deleted (they may hold what was redacted). A running rewrite's
+    temporary file is its child's, alive, and stays."""
     server = getattr(store, "embedded_server", None)
     if server is None:
         return []
@@ -152,6 +161,14 @@ def _stray_files(store: Any) -> list[str]:
                 path.unlink()
                 removed.append(path.name)
     for path in data_dir.glob("*.rdb"):
+        if _TEMP_FILE.match(path.name):
+            continue  # below: a live snapshot's stays
         path.unlink()
         removed.append(path.name)
+    for folder in (data_dir, aof_dir):
+        for path in folder.glob("temp-*"):
+            found = _TEMP_FILE.match(path.name)
+            if found and path.is_file() and not _pid_alive(int(found.group(1))):
+                path.unlink(missing_ok=True)
+                removed.append(path.name)
     return removed
