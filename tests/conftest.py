@@ -22,6 +22,18 @@ if set(BACKENDS) - _KNOWN:
     raise pytest.UsageError(f"REVIEWER_TEST_BACKENDS names unknown backends: {sorted(set(BACKENDS) - _KNOWN)}")
 
 
+@pytest.fixture
+def purges_held(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Background disk purges wait: every redaction starts one after a few
+    seconds of quiet, and a test that looks at what is still pending runs
+    its purge rounds itself. A kick ``now`` (a store opened, the command)
+    still runs at once."""
+    from core._purge import Purger
+
+    monkeypatch.setattr(Purger, "QUIET_S", 3600.0)
+    monkeypatch.setattr(Purger, "MAX_WAIT_S", 3600.0)
+
+
 @pytest.fixture(scope="session")
 def falkordb_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphStore]:
     data = tmp_path_factory.mktemp("falkordb")

@@ -20,6 +20,9 @@ from core.retention import REDACTED, ActivityLog, HistoryRetention
 from core.stores import GraphStore
 from core.stores.keystore import SLOT, KeyStore, keys_of
 
+#: these tests look at what is pending, and run their purge rounds themselves
+pytestmark = pytest.mark.usefixtures("purges_held")
+
 
 def _everything(store: GraphStore, project_id: str) -> str:
     rows = store.read(project_id, "MATCH (n) WHERE n.project_id = $p RETURN properties(n) AS p", {"p": project_id})

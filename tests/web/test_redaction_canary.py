@@ -239,6 +239,7 @@ def test_a_task_deletion_leaves_the_marker_nowhere(fresh: Fresh, caplog: pytest.
     _assert_gone(fresh, project, marker, client, event_ids, caplog)
 
 
+@pytest.mark.usefixtures("purges_held")
 def test_a_purge_cut_short_by_a_crash_completes_after_restart(fresh: Fresh, monkeypatch: pytest.MonkeyPatch) -> None:
     project = "canary-" + uuid.uuid4().hex[:8]
     marker = "SECRET-CANARY-" + uuid.uuid4().hex
