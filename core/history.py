@@ -239,6 +239,18 @@ class ConversationHistory:
         )
         return [Task.model_validate(r) for r in rows[:limit]], len(rows) > limit
 
+    def task_name_by_id(self, task_id: str) -> str | None:
+        """The name of the task with this id (None: no such task, or not an
+        id): how the dashboard opens a task whose name, written before the
+        limits, is too long for a URL."""
+        task_id = c.text(task_id, "task_id")
+        if not c.is_uuid(task_id):
+            return None
+        rows = self.store.read(
+            self.project_id, "MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": task_id.lower()}
+        )
+        return rows[0]["name"] if rows else None
+
     def count_tasks(self, status: TaskStatus | str | None = None) -> int:
         value = c.enum_value(TaskStatus, status, "status").value if status is not None else None
         return self.store.read(
