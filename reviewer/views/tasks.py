@@ -14,7 +14,7 @@ from core.models import StepState
 from core.retention import purge_disk_soon
 
 from .. import access
-from ..converters import task_from_query, task_query
+from ..converters import task_from_query
 from ..forms import RETENTION_ERRORS, DeleteTaskForm, new_request_id
 from .base import _param, _project
 
