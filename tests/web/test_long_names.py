@@ -91,3 +91,21 @@ def test_an_ordinary_name_keeps_its_readable_link(story: Story, as_: Any) -> Non
     links = _short_links(as_("viewer").get(f"/p/{story.project}/tasks/"))
     assert any(h.endswith("?name=choose-db") for h in links)
     assert as_("viewer").get(f"/p/{story.project}/task/?id=not-an-id").status_code == 404
+
+
+def test_a_reason_over_its_limit_is_shown_beside_the_form_with_the_text_kept(story: Story, as_: Any) -> None:
+    reviewer: Client = as_("reviewer")
+    typed = "because " + "r" * limits.EXPLANATION_MAX
+    page = reviewer.post(
+        f"/p/{story.project}/decisions/{story.clear}/reject", {"request_id": "limits-1", "reason": typed}
+    )
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert f"at most {limits.EXPLANATION_MAX} characters" in html  # (Django's message, beside the field)
+    assert typed in html  # what the person typed is kept
+    assert (
+        DecisionTraces(get_store(), project_id=story.project, agent_id="x")
+        .get_decision(story.clear)
+        .decision.status.value
+        == "active"
+    )
