@@ -416,6 +416,20 @@ class Graph:
             char_end=start + len(passage),
         )
 
+    def document_key_by_id(self, node_id: str) -> str | None:
+        """The key of the document with this node id (None: none, or not an
+        id): how the dashboard opens a document whose key, written before
+        the limits, is too long for a URL."""
+        node_id = c.text(node_id, "node_id")
+        if not c.is_uuid(node_id):
+            return None
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Document {id: $id}) WHERE d.project_id = $p RETURN d.key AS key",
+            {"id": node_id.lower(), "p": self.project_id},
+        )
+        return rows[0]["key"] if rows else None
+
     def source_status(self, key: str) -> SourceState:
         info = self.get_document(key)
         return SourceState.unknown if info is None else info.state

@@ -13,6 +13,7 @@ from django.urls import register_converter
 
 from core import limits
 from core._common import escape_segment, task_id, unescape_segment
+from core._evidence import document_node_id
 
 
 class ProjectIdConverter:
@@ -56,3 +57,23 @@ def task_from_query(history: object, params: object, param: str = "name") -> str
             raise Http404("no such task")
         return name
     return (params.get(param) or "").replace("\x00", "")[:1000]  # type: ignore[attr-defined]
+
+
+def document_query(project_id: str, key: str) -> str:
+    """The query string that names a document on its page: ``key=<key>``, or
+    ``id=<document node id>`` for a key too long for a URL."""
+    if len(key) > limits.DOCUMENT_KEY_MAX:
+        return urlencode({"id": document_node_id(project_id, key)})
+    return urlencode({"key": key})
+
+
+def document_from_query(graph: object, params: object) -> str:
+    """The document key a page's query names: by ``id`` (404 when no
+    document has it) or by ``key``."""
+    wanted = params.get("id")  # type: ignore[attr-defined]
+    if wanted:
+        key = graph.document_key_by_id(str(wanted)[:100])  # type: ignore[attr-defined]
+        if key is None:
+            raise Http404("no such document")
+        return key
+    return (params.get("key") or "").replace("\x00", "")[:1000]  # type: ignore[attr-defined]

@@ -138,6 +138,13 @@ def task_query(project: str, name: str, param: str = "name") -> str:
 
 
 @register.simple_tag
+def document_query(project: str, key: str) -> str:
+    """``{% document_query project key %}``: the query naming a document on
+    its page (``key=…``, or ``id=…`` for a key too long for a URL)."""
+    return converters.document_query(project, str(key))
+
+
+@register.simple_tag
 def page_url(name: str, *args: str) -> str:
     """``{% url name args %}`` for the links every page carries (the
     project's menu, the counters, a page's fixed links): each reversed

@@ -109,3 +109,34 @@ def test_a_reason_over_its_limit_is_shown_beside_the_form_with_the_text_kept(sto
         .decision.status.value
         == "active"
     )
+
+
+def test_a_document_with_a_five_kilobyte_key_is_reachable_by_id(
+    story: Story, as_: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core._evidence import document_node_id
+    from core.knowledge import Graph
+
+    key = "legacy/" + "k" * 5_000
+    graph = Graph(get_store(), project_id=story.project, agent_id="ingest")
+    with monkeypatch.context() as lifted:
+        lifted.setattr(limits, "DOCUMENT_KEY_MAX", 10**6)
+        assert graph.add(key, "Old text that a decision cites.").recorded
+    evidence = graph.span_evidence_id(key, 0, 8)
+    made = DecisionTraces(get_store(), project_id=story.project, agent_id="planner").record_decision(
+        "choose-db",
+        choice_key="old-doc",
+        conclusion="c",
+        rationale="r",
+        supports=[{"kind": "document", "evidence_id": evidence}],
+        fetched=[graph.fetch(evidence)],
+    )
+    assert made.recorded, made.error
+    viewer: Client = as_("viewer")
+    links = _short_links(viewer.get(f"/p/{story.project}/decisions/{made.decision.id}/"))
+    doc_link = next(h for h in links if "/document/" in h)
+    assert f"id={document_node_id(story.project, key)}" in doc_link
+    page = viewer.get(doc_link)
+    assert "Old text that a decision cites." in page.content.decode()
+    _short_links(page)
+    assert viewer.get(f"/p/{story.project}/document/?id=00000000-0000-0000-0000-000000000000").status_code == 404
