@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from . import limits
 from .stores.base import Tx
 
 E = TypeVar("E", bound=Enum)
@@ -23,7 +24,7 @@ R = TypeVar("R", bound=BaseModel)
 #: The namespace of every derived id (uuid5), the same in every process and backend.
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://reviewer.invalid/ids")
 
-REQUEST_ID_MAX = 64
+REQUEST_ID_MAX = limits.REQUEST_ID_MAX
 
 
 def escape_segment(text: str) -> str:

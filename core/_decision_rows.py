@@ -243,11 +243,13 @@ def next_generation(tx: Tx, tid: str) -> int:
     return generation
 
 
-def detach_decisions(tx: Tx, project_id: str, tid: str, at: str) -> None:
-    """Take the decisions of the task ``tid`` (about to be deleted) out of it:
-    they keep their ids, records, review state and choices, and answer to no
-    task. Reads first, so call it before the unit's first write."""
-    detached = c.detached_task_id(tid, task_generation(tx, tid))
+def detach_decisions(tx: Tx, tid: str, generation: int, at: str) -> None:
+    """Take the decisions of the task ``tid`` (about to be deleted; of
+    ``generation``, read with :func:`task_generation` before the unit's
+    first write) out of it: they keep their ids, records, review state and
+    choices, and answer to no task. Writes only, so it may follow the
+    unit's other writes (flagging the citers elsewhere)."""
+    detached = c.detached_task_id(tid, generation)
     tx.write(
         "MATCH (d:Decision {task_id: $id}) SET d.task_id = $detached, d.former_task_id = $id, "
         "d.task_deleted_at = $at, "

@@ -126,7 +126,8 @@ class Portal:
             if status == 503:
                 raise GraphStoreError(f"the portal's store is unavailable: {payload}")
             if isinstance(payload, dict) and "recorded" in payload:
-                return status, payload  # a refused write: the result is the answer
+                # a refused write: the result is the answer (a limit's 422 also names the field: dropped)
+                return status, {k: v for k, v in payload.items() if k != "detail"}
             if status == 404 and missing_ok:
                 return status, None
             if status == 422:

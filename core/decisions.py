@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _causes, _citations, _conflict_keys, _counters, _review
+from . import _causes, _citations, _conflict_keys, _counters, _review, limits
 from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
@@ -33,6 +33,7 @@ from ._decision_rows import (
     support_record_id,
     write_new_decisions,
 )
+from ._evidence import decode_evidence_id
 from ._schema import CORE_SCHEMA
 from ._supports import (
     BatchSupports,
@@ -49,11 +50,12 @@ from .models.decision import (
     Decision,
     DecisionStatus,
     DecisionSupportInput,
+    DocumentSupportInput,
     ReviewProgress,
     ReviewReason,
     ReviewState,
 )
-from .models.knowledge import FetchResult
+from .models.knowledge import FetchResult, MalformedEvidenceIdError
 from .models.retention import ActorKind
 from .models.write_result import (
     ReaffirmDecisionResult,
@@ -75,6 +77,18 @@ def _text_list(value: Any, field: str) -> list[str]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise ValueError(f"{field} must be a list of strings")
     return [c.text(v, field) for v in value]
+
+
+def _passage_over(item: Any) -> bool:
+    """Whether a document support names a span longer than ``limits.PASSAGE_MAX``
+    (an evidence id that does not decode is refused later, ``support_malformed``)."""
+    if not isinstance(item, DocumentSupportInput):
+        return False
+    try:
+        ref = decode_evidence_id(item.evidence_id)
+    except MalformedEvidenceIdError:
+        return False
+    return ref.char_start is not None and (ref.char_end or 0) - ref.char_start > limits.PASSAGE_MAX
 
 
 def _inputs_or_none(supports: Any) -> list[Any] | None:
@@ -113,6 +127,17 @@ class _Content:
             fetched=parse_fetched(fetched),
         )
 
+    def too_long(self) -> bool:
+        """Whether a text, a list or a cited passage is over its limit
+        (``core.limits``): the write is refused ``value_too_long``."""
+        return (
+            limits.any_over((self.conclusion, limits.CONCLUSION_MAX), (self.rationale, limits.RATIONALE_MAX))
+            or limits.items_over(self.assumptions)
+            or limits.items_over(self.open_questions)
+            or len(self.fetched) > limits.FETCHED_MAX
+            or any(_passage_over(i) for i in self.inputs or [])
+        )
+
     def fingerprint(self) -> dict[str, Any]:
         """The arguments a request id is bound to."""
         return {
@@ -138,6 +163,10 @@ class DecisionTraces(DecisionReads):
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
         #: what the activity log says wrote: an agent unless the dashboard says a person
         self.actor_kind = c.enum_value(ActorKind, actor_kind, "actor_kind")
+        #: ids written before the limits stay readable; this object writes nothing with them
+        self._ids_too_long = limits.any_over(
+            (self.project_id, limits.PROJECT_ID_MAX), (self.agent_id, limits.AGENT_ID_MAX)
+        )
         store.ensure_schema(self.project_id, CORE_SCHEMA)
 
     # -- the parts of a write ----------------------------------------------
@@ -297,6 +326,8 @@ class DecisionTraces(DecisionReads):
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
         if content.inputs is None:
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.support_malformed)
+        if self._ids_too_long or limits.over(choice_key, limits.CHOICE_KEY_MAX) or content.too_long():
+            return RecordDecisionResult(recorded=False, error=WriteErrorCode.value_too_long)
         inputs = content.inputs
         replay = c.Replay(
             self.project_id,
@@ -370,6 +401,8 @@ class DecisionTraces(DecisionReads):
         inputs = content.inputs
         if not explanation.strip():
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.explanation_required)
+        if self._ids_too_long or limits.over(explanation, limits.EXPLANATION_MAX) or content.too_long():
+            return RecordDecisionResult(recorded=False, error=WriteErrorCode.value_too_long)
         if target is None:
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.supersede_target_invalid)
         replay = c.Replay(
@@ -439,10 +472,17 @@ class DecisionTraces(DecisionReads):
         return decision
 
     def reject_decision(self, decision_id: str, *, reason: str, request_id: str | None = None) -> RejectDecisionResult:
+        """Retire the decision with a ``reason``: a blank one is refused
+        ``explanation_required`` (the seed asks for a reason; its code for a
+        blank explanation is the one that fits)."""
         target = decision_arg(decision_id)
-        reason = c.text(reason, "reason", allow_empty=False)
+        reason = c.text(reason, "reason")
         if not c.check_request_id(request_id):
             return RejectDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if not reason.strip():
+            return RejectDecisionResult(recorded=False, error=WriteErrorCode.explanation_required)
+        if self._ids_too_long or limits.over(reason, limits.EXPLANATION_MAX):
+            return RejectDecisionResult(recorded=False, error=WriteErrorCode.value_too_long)
         if target is None:
             return RejectDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
         replay = c.Replay(self.project_id, request_id, "reject_decision", {"target": target, "reason": reason})
@@ -503,6 +543,8 @@ class DecisionTraces(DecisionReads):
             explanation = DEFAULT_REAFFIRM_EXPLANATION
         if not c.check_request_id(request_id):
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if self._ids_too_long or limits.over(explanation, limits.EXPLANATION_MAX):
+            return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.value_too_long)
         if target is None:
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
         replay = c.Replay(
@@ -766,7 +808,7 @@ def _load_item(n: int, item: Any) -> dict[str, Any]:
     inputs = parse_support_inputs(item.get("supports"))
     if not 1 <= len(inputs) <= MAX_SUPPORTS:
         raise ValueError(f"item {n}: {WriteErrorCode.support_required.value}")
-    return {
+    checked = {
         "task_name": c.text(item.get("task_name"), "task_name"),
         "choice_key": c.text(item.get("choice_key"), "choice_key", allow_empty=False),
         "conclusion": c.text(item.get("conclusion"), "conclusion"),
@@ -775,3 +817,9 @@ def _load_item(n: int, item: Any) -> dict[str, Any]:
         "open_questions": _text_list(item.get("open_questions"), "open_questions"),
         "inputs": inputs,
     }
+    content = _Content(
+        checked["conclusion"], checked["rationale"], checked["assumptions"], checked["open_questions"], inputs, []
+    )
+    if limits.over(checked["choice_key"], limits.CHOICE_KEY_MAX) or content.too_long():
+        raise ValueError(f"item {n}: {WriteErrorCode.value_too_long.value}")
+    return checked

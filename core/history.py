@@ -16,15 +16,12 @@ from typing import Any, TypeVar
 from pydantic import TypeAdapter
 
 from . import _common as c
-from . import _counters, _decision_rows
+from . import _counters, _decision_rows, limits
 from ._decision_reads import DecisionReads
 from ._schema import CORE_SCHEMA, HISTORY_SCHEMA  # noqa: F401  (HISTORY_SCHEMA: public name kept)
 from ._steps import resolve_step_supports, step_validities
 from ._supports import MalformedSupportError, parse_support_inputs
-from .models.decision import (
-    MAX_SUPPORTS,
-    Support,
-)
+from .models.decision import Support
 from .models.task import (
     PAYLOAD_LIMIT,
     Event,
@@ -115,6 +112,10 @@ class ConversationHistory:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
         self.agent_id = c.text(agent_id, "agent_id", allow_empty=False)
+        #: ids written before the limits stay readable; this object writes nothing with them
+        self._ids_too_long = limits.any_over(
+            (self.project_id, limits.PROJECT_ID_MAX), (self.agent_id, limits.AGENT_ID_MAX)
+        )
         store.ensure_schema(self.project_id, CORE_SCHEMA)
         # The last event number this object saw per task: record_event first
         # tries one compare-and-set statement with it (one round trip on
@@ -168,6 +169,8 @@ class ConversationHistory:
         goal = c.text(goal, "goal")
         if not c.check_request_id(request_id):
             return CreateTaskResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if self._ids_too_long or limits.any_over((name, limits.TASK_NAME_MAX), (goal, limits.GOAL_MAX)):
+            return CreateTaskResult(recorded=False, error=WriteErrorCode.value_too_long)
         replay = c.Replay(self.project_id, request_id, "create_task", {"name": name, "goal": goal})
         tid = c.task_id(self.project_id, name)
 
@@ -235,6 +238,18 @@ class ConversationHistory:
             {"p": self.project_id, "after": after_name, "q": search or None, "n": limit + 1},
         )
         return [Task.model_validate(r) for r in rows[:limit]], len(rows) > limit
+
+    def task_name_by_id(self, task_id: str) -> str | None:
+        """The name of the task with this id (None: no such task, or not an
+        id): how the dashboard opens a task whose name, written before the
+        limits, is too long for a URL."""
+        task_id = c.text(task_id, "task_id")
+        if not c.is_uuid(task_id):
+            return None
+        rows = self.store.read(
+            self.project_id, "MATCH (t:Task {id: $id}) RETURN t.name AS name", {"id": task_id.lower()}
+        )
+        return rows[0]["name"] if rows else None
 
     def count_tasks(self, status: TaskStatus | str | None = None) -> int:
         value = c.enum_value(TaskStatus, status, "status").value if status is not None else None
@@ -305,6 +320,8 @@ class ConversationHistory:
         name = c.optional_text(name, "name")
         if not c.check_request_id(request_id):
             return RecordEventResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if self._ids_too_long or limits.any_over((role, limits.LABEL_MAX), (name, limits.LABEL_MAX)):
+            return RecordEventResult(recorded=False, error=WriteErrorCode.value_too_long)
         sha, truncated, stored = _cut(payload)
         replay = c.Replay(
             self.project_id,
@@ -410,11 +427,16 @@ class ConversationHistory:
         Anything ``record_event`` would refuse raises ``ValueError``.
         Returns the task's last event number."""
         task_name = c.text(task_name, "task_name")
+        if self._ids_too_long:
+            raise ValueError(WriteErrorCode.value_too_long.value)
         rows: list[dict[str, Any]] = []
         for n, item in enumerate(events):
             if not isinstance(item, dict):
                 raise ValueError(f"item {n} is not a mapping")
             sha, truncated, stored = _cut(c.text(item.get("payload"), "payload"))
+            labels = (c.optional_text(item.get("role"), "role"), c.optional_text(item.get("name"), "name"))
+            if any(limits.over(label, limits.LABEL_MAX) for label in labels):
+                raise ValueError(f"item {n}: {WriteErrorCode.value_too_long.value}")
             rows.append(
                 {
                     "kind": c.enum_value(EventKind, item.get("kind"), "kind").value,
@@ -538,12 +560,14 @@ class ConversationHistory:
             inputs = None
         if not c.check_request_id(request_id):
             return SetStepResult(recorded=False, error=WriteErrorCode.invalid_request_id)
+        if self._ids_too_long or limits.over(name, limits.STEP_NAME_MAX):
+            return SetStepResult(recorded=False, error=WriteErrorCode.value_too_long)
         if inputs is None:
             return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
         if basis is StepResultBasis.supported and not inputs:
             return SetStepResult(recorded=False, error=WriteErrorCode.support_required)
-        if len(inputs) > MAX_SUPPORTS:
-            return SetStepResult(recorded=False, error=WriteErrorCode.support_invalid)
+        if len(inputs) > limits.STEP_SUPPORTS_MAX:
+            return SetStepResult(recorded=False, error=WriteErrorCode.too_many_supports)
         replay = c.Replay(
             self.project_id,
             request_id,

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from . import _causes, _citations, _counters, _flag_jobs
+from . import _causes, _citations, _counters, _flag_jobs, limits
 from . import _common as c
 from ._evidence import (
     CHUNK_TARGET,
@@ -143,6 +143,13 @@ class Graph:
         text = c.text(text, "text")
         if not c.check_request_id(request_id):
             return DocumentWriteResult(recorded=False, error=DocumentErrorCode.invalid_request_id)
+        if limits.any_over(
+            (self.project_id, limits.PROJECT_ID_MAX),
+            (self.agent_id, limits.AGENT_ID_MAX),
+            (key, limits.DOCUMENT_KEY_MAX),
+            (text, limits.DOCUMENT_MAX),
+        ):
+            return DocumentWriteResult(recorded=False, error=DocumentErrorCode.value_too_long)
         digest = content_hash(text)
         doc_id = document_node_id(self.project_id, key)
         starts = chunk_offsets(text)
@@ -408,6 +415,20 @@ class Graph:
             char_start=start,
             char_end=start + len(passage),
         )
+
+    def document_key_by_id(self, node_id: str) -> str | None:
+        """The key of the document with this node id (None: none, or not an
+        id): how the dashboard opens a document whose key, written before
+        the limits, is too long for a URL."""
+        node_id = c.text(node_id, "node_id")
+        if not c.is_uuid(node_id):
+            return None
+        rows = self.store.read(
+            self.project_id,
+            "MATCH (d:Document {id: $id}) WHERE d.project_id = $p RETURN d.key AS key",
+            {"id": node_id.lower(), "p": self.project_id},
+        )
+        return rows[0]["key"] if rows else None
 
     def source_status(self, key: str) -> SourceState:
         info = self.get_document(key)

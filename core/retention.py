@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from . import _causes, _citations, _conflict_keys, _counters, _decision_rows, _review
+from . import _causes, _citations, _conflict_keys, _counters, _decision_rows, _review, limits
 from . import _common as c
 from ._purge import Purger, event_purge_states
 from ._schema import CORE_SCHEMA, DECISION_SCHEMA
@@ -62,6 +62,8 @@ class HistoryRetention:
         reason = c.optional_text(reason, "reason")
         if not c.check_request_id(request_id):
             return RetentionResult(recorded=False, error=RetentionErrorCode.invalid_request_id)
+        if limits.over(reason, limits.EXPLANATION_MAX):
+            return RetentionResult(recorded=False, error=RetentionErrorCode.value_too_long)
         if not c.is_uuid(eid):
             return RetentionResult(recorded=False, error=RetentionErrorCode.event_not_found)
         eid = eid.lower()
@@ -198,6 +200,8 @@ class HistoryRetention:
         reason = c.optional_text(reason, "reason")
         if not c.check_request_id(request_id):
             return RetentionResult(recorded=False, error=RetentionErrorCode.invalid_request_id)
+        if limits.over(reason, limits.EXPLANATION_MAX):  # (the task's name is only looked up: any length)
+            return RetentionResult(recorded=False, error=RetentionErrorCode.value_too_long)
         tid = c.task_id(self.project_id, task_name)
         replay = c.Replay(
             self.project_id,
@@ -223,6 +227,8 @@ class HistoryRetention:
             ]
             shred[:] = slots
             remaining = self._choices_left(tx, tid) if include_decisions and plan["own"] else {}
+            # every read before the first write (the flags): kept decisions take the generation's detached id
+            generation = None if include_decisions else _decision_rows.task_generation(tx, tid)
             at = c.iso(c.now())
             own = _counters.Tally(tx, self.project_id, plan["own"] if include_decisions else [], known=plan["own_rows"])
             if plan["flagged"]:
@@ -235,7 +241,7 @@ class HistoryRetention:
                     at,
                     spread=False,
                 )
-            self._delete_records(tx, tid, plan["own"] if include_decisions else None, own, at)
+            self._delete_records(tx, tid, plan["own"] if include_decisions else None, own, at, generation)
             self._write_choices(tx, remaining)
             summary = f"{task_name}: {plan['events']} events, {plan['steps']} steps, " + (
                 f"{len(plan['own'])} decisions removed" if include_decisions else "decisions kept"
@@ -265,16 +271,19 @@ class HistoryRetention:
             purge_disk_soon(self.store)  # whoever deletes starts the purge of the files
         return result
 
-    def _delete_records(self, tx: Tx, tid: str, own: list[str] | None, tally: _counters.Tally, at: str) -> None:
+    def _delete_records(
+        self, tx: Tx, tid: str, own: list[str] | None, tally: _counters.Tally, at: str, generation: int | None
+    ) -> None:
         """The task, its events and steps deleted; its decisions (``own``)
-        deleted with their support records, or (None) kept and detached."""
+        deleted with their support records, or (None) kept and detached
+        (under the task's ``generation``). Writes only."""
         if own is not None:
             tx.write("MATCH (r:SupportRecord) WHERE r.decision_id IN $ids DELETE r", {"ids": own})
             _citations.unlink(tx, "MATCH (d:Decision {task_id: $id})-[r:CITES_DOC]->()", {"id": tid})
             tx.write("MATCH (d:Decision {task_id: $id}) DETACH DELETE d", {"id": tid})
             tally.settle(tx)
         else:
-            _decision_rows.detach_decisions(tx, self.project_id, tid, at)
+            _decision_rows.detach_decisions(tx, tid, generation or 0, at)
         tx.write("MATCH (e:Event {task_id: $id}) DETACH DELETE e", {"id": tid})
         tx.write("MATCH (s:Step {task_id: $id}) DETACH DELETE s", {"id": tid})
         tx.write("MATCH (t:Task {id: $id}) DETACH DELETE t", {"id": tid})

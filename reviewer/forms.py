@@ -7,11 +7,16 @@ import uuid
 
 from django import forms
 
+from core import limits
 from core.decisions import DEFAULT_REAFFIRM_EXPLANATION
 from core.models import WriteErrorCode
 from core.models.retention import RetentionErrorCode
 
-TEXT_MAX = 20_000
+#: a reason, an explanation, a note: the core's limit (``core.limits``), so
+#: the form says so beside the field before the core would refuse it
+TEXT_MAX = limits.EXPLANATION_MAX
+#: assumptions and open questions: one per line
+LINES_MAX = limits.ITEMS_MAX * (limits.ITEM_MAX + 1)
 
 
 def new_request_id() -> str:
@@ -31,6 +36,15 @@ class ActionForm(forms.Form):
 
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _checked_lines(text: str) -> str:
+    lines = _lines(text)
+    if len(lines) > limits.ITEMS_MAX:
+        raise forms.ValidationError(f"At most {limits.ITEMS_MAX} lines.")
+    if any(len(line) > limits.ITEM_MAX for line in lines):
+        raise forms.ValidationError(f"Each line has at most {limits.ITEM_MAX:,} characters.")
+    return text
 
 
 class ReaffirmForm(ActionForm):
@@ -60,13 +74,13 @@ class RejectForm(ActionForm):
 class SupersedeForm(ActionForm):
     prefix_id = "supersede"
 
-    conclusion = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 2}))
-    rationale = forms.CharField(max_length=TEXT_MAX, widget=forms.Textarea(attrs={"rows": 3}))
+    conclusion = forms.CharField(max_length=limits.CONCLUSION_MAX, widget=forms.Textarea(attrs={"rows": 2}))
+    rationale = forms.CharField(max_length=limits.RATIONALE_MAX, widget=forms.Textarea(attrs={"rows": 3}))
     assumptions = forms.CharField(
-        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
+        max_length=LINES_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
     )
     open_questions = forms.CharField(
-        max_length=TEXT_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
+        max_length=LINES_MAX, required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="One per line."
     )
     explanation = forms.CharField(
         max_length=TEXT_MAX,
@@ -89,6 +103,12 @@ class SupersedeForm(ActionForm):
     def __init__(self, *args: object, choices: list[tuple[str, str]] | None = None, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)
         self.fields["keep"].choices = choices or []
+
+    def clean_assumptions(self) -> str:
+        return _checked_lines(self.cleaned_data.get("assumptions", ""))
+
+    def clean_open_questions(self) -> str:
+        return _checked_lines(self.cleaned_data.get("open_questions", ""))
 
     def assumption_list(self) -> list[str]:
         return _lines(self.cleaned_data.get("assumptions", ""))
@@ -170,7 +190,7 @@ WRITE_ERRORS: dict[WriteErrorCode, str] = {
     WriteErrorCode.supersede_target_invalid: (
         "Someone already superseded or rejected this decision; it is no longer active."
     ),
-    WriteErrorCode.explanation_required: "Explain why this revision replaces the current one.",
+    WriteErrorCode.explanation_required: "Say why: the explanation or the reason must not be blank.",
     WriteErrorCode.support_malformed: "A support is not a valid evidence id or decision id.",
     WriteErrorCode.support_not_fetched: "A cited passage could not be read in full.",
     WriteErrorCode.support_out_of_scope: "A support lies outside this project.",
@@ -180,6 +200,8 @@ WRITE_ERRORS: dict[WriteErrorCode, str] = {
     WriteErrorCode.decision_not_found: "This decision does not exist.",
     WriteErrorCode.decision_not_active: "Someone already superseded or rejected this decision; it is no longer active.",
     WriteErrorCode.support_decision_not_active: "A cited decision is no longer active.",
+    WriteErrorCode.value_too_long: "A text or a list is longer than its limit; shorten it and try again.",
+    WriteErrorCode.too_many_supports: f"A step result cites at most {limits.STEP_SUPPORTS_MAX} supports.",
     WriteErrorCode.cannot_revalidate: (
         "This decision cannot be reaffirmed: a cited text changed or is gone, its review is not finished, "
         "or a decision it depends on is not clear. Supersede or reject it instead."
@@ -191,4 +213,5 @@ RETENTION_ERRORS: dict[RetentionErrorCode, str] = {
     RetentionErrorCode.task_not_found: "The task no longer exists.",
     RetentionErrorCode.request_id_reused: REQUEST_ID_REUSED,
     RetentionErrorCode.invalid_request_id: "This form is out of date. Reload the page and try again.",
+    RetentionErrorCode.value_too_long: f"The reason has at most {limits.EXPLANATION_MAX:,} characters.",
 }

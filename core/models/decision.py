@@ -9,6 +9,7 @@ from uuid import UUID
 
 from pydantic import Field
 
+from ..limits import DECISION_SUPPORTS_MAX
 from ._base import Model
 
 __all__ = [
@@ -39,8 +40,8 @@ __all__ = [
     "SupportKind",
 ]
 
-#: A decision (or a supported step result) cites at most this many supports.
-MAX_SUPPORTS = 20
+#: A decision cites at most this many supports (a step result: ``limits.STEP_SUPPORTS_MAX``).
+MAX_SUPPORTS = DECISION_SUPPORTS_MAX
 
 
 class DecisionStatus(str, Enum):

@@ -57,6 +57,8 @@ class DocumentErrorCode(str, Enum):
     document_not_found = "document_not_found"
     request_id_reused = "request_id_reused"
     invalid_request_id = "invalid_request_id"
+    #: ours: the key or the text is longer than its limit (core/limits.py)
+    value_too_long = "value_too_long"
 
 
 class EvidenceRef(Model):

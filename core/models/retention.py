@@ -25,6 +25,8 @@ class RetentionErrorCode(str, Enum):
     task_not_found = "task_not_found"
     request_id_reused = "request_id_reused"
     invalid_request_id = "invalid_request_id"
+    #: ours: the reason is longer than its limit (core/limits.py)
+    value_too_long = "value_too_long"
 
 
 class RetentionResult(Model):

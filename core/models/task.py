@@ -6,6 +6,7 @@ from datetime import datetime
 from enum import Enum
 from uuid import UUID
 
+from ..limits import PAYLOAD_MAX
 from ._base import Model
 from .decision import ConflictGroup, Decision, Support
 
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 #: At most this many characters of an event payload are stored.
-PAYLOAD_LIMIT = 32_000
+PAYLOAD_LIMIT = PAYLOAD_MAX
 #: The body of a redacted event.
 REDACTED_MARKER = "[REDACTED]"
 

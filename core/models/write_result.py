@@ -43,6 +43,11 @@ class WriteErrorCode(str, Enum):
     decision_not_active = "decision_not_active"
     support_decision_not_active = "support_decision_not_active"
     cannot_revalidate = "cannot_revalidate"
+    # ours (core/limits.py): every write
+    #: a text, or a list of texts, is longer than its limit; nothing is written
+    value_too_long = "value_too_long"
+    #: a step result cites more supports than ``limits.STEP_SUPPORTS_MAX``
+    too_many_supports = "too_many_supports"
 
 
 class WriteResult(Model):

@@ -4,8 +4,11 @@ holds exactly the keyword arguments of the core method it feeds."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from core import limits as L
 from core.models import (
     EventKind,
     RecordEventResult,
@@ -25,16 +28,27 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def limited(limit: int, **kw: object) -> object:
+    """A text field of at most ``limit`` characters (``maxLength`` in the
+    OpenAPI document; longer: 422 ``value_too_long``, see ``views``)."""
+    return Field(max_length=limit, **kw)  # type: ignore[call-overload]
+
+
+#: One assumption or one open question.
+Item = Annotated[str, Field(max_length=L.ITEM_MAX)]
+
+
 class CreateTask(Body):
-    name: str = Field(min_length=1)
-    goal: str
+    name: str = limited(L.TASK_NAME_MAX, min_length=1)
+    goal: str = limited(L.GOAL_MAX)
 
 
 class RecordEvent(Body):
     kind: EventKind
+    #: cut to 32,000 characters when longer, never refused (the seed's rule)
     payload: str
-    role: str | None = None
-    name: str | None = None
+    role: str | None = limited(L.LABEL_MAX, default=None)
+    name: str | None = limited(L.LABEL_MAX, default=None)
 
 
 class EventBatch(Body):
@@ -46,33 +60,36 @@ class SetStep(Body):
     kind: StepKind = StepKind.other
     result_event_seq: int | None = None
     result_basis: StepResultBasis = StepResultBasis.unknown
-    result_supports: list[SupportInput] | None = None
+    #: more than 100: 422 ``too_many_supports``
+    result_supports: list[SupportInput] | None = Field(default=None, max_length=L.STEP_SUPPORTS_MAX)
 
 
 class _DecisionContent(Body):
-    conclusion: str
-    rationale: str
-    supports: list[SupportInput]
-    assumptions: list[str] | None = None
-    open_questions: list[str] | None = None
+    conclusion: str = limited(L.CONCLUSION_MAX)
+    rationale: str = limited(L.RATIONALE_MAX)
+    #: 1 to 20 (the seed's): else 422 ``support_required``
+    supports: list[SupportInput] = Field(max_length=L.DECISION_SUPPORTS_MAX)
+    assumptions: list[Item] | None = Field(default=None, max_length=L.ITEMS_MAX)
+    open_questions: list[Item] | None = Field(default=None, max_length=L.ITEMS_MAX)
     #: the outcomes of ``fetch`` for the document supports, as the library takes them
-    fetched: list[FetchResult] | None = None
+    fetched: list[FetchResult] | None = Field(default=None, max_length=L.FETCHED_MAX)
 
 
 class RecordDecision(_DecisionContent):
-    choice_key: str = Field(min_length=1)
+    choice_key: str = limited(L.CHOICE_KEY_MAX, min_length=1)
 
 
 class SupersedeDecision(_DecisionContent):
-    explanation: str
+    explanation: str = limited(L.EXPLANATION_MAX)
 
 
 class RejectDecision(Body):
-    reason: str = Field(min_length=1)
+    #: blank: 422 ``explanation_required``
+    reason: str = limited(L.EXPLANATION_MAX)
 
 
 class ReaffirmDecision(Body):
-    explanation: str | None = None
+    explanation: str | None = limited(L.EXPLANATION_MAX, default=None)
 
 
 class ContinueReview(Body):
@@ -80,8 +97,8 @@ class ContinueReview(Body):
 
 
 class Document(Body):
-    key: str = Field(min_length=1)
-    text: str
+    key: str = limited(L.DOCUMENT_KEY_MAX, min_length=1)
+    text: str = limited(L.DOCUMENT_MAX)
 
 
 class Span(Body):
@@ -120,3 +137,6 @@ class Problem(BaseModel):
     down."""
 
     detail: str | list[dict]
+    #: a body over a limit (``core.limits``): the write's code, as its result would carry it
+    recorded: bool | None = None
+    error: WriteErrorCode | None = None

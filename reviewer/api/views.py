@@ -22,13 +22,14 @@ from functools import cached_property
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import Header, NinjaAPI, Router
-from ninja.errors import AuthenticationError, HttpError
+from ninja import Header, NinjaAPI, Path, Router
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder, Status
 from ninja.security import HttpBearer
 from pydantic import TypeAdapter
 
+from core import limits
 from core._common import unescape_segment
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
@@ -189,6 +190,39 @@ def _bad_value(request: HttpRequest, exc: ValueError) -> HttpResponse:
     return api.create_response(
         request, {"detail": [{"loc": ["body"], "msg": str(exc), "type": "value_error"}]}, status=422
     )
+
+
+#: pydantic's error types for a value over its ``max_length``
+_TOO_LONG = {"string_too_long", "too_long"}
+
+
+def limit_code(errors: list[dict[str, Any]]) -> WriteErrorCode | None:
+    """The write's code when every error is a value over its limit
+    (``core.limits``), as the core would answer it: the seed's
+    ``support_required`` past a decision's 20 supports, ``too_many_supports``
+    past a step result's, ``value_too_long`` for everything else."""
+    if not errors or any(e.get("type") not in _TOO_LONG for e in errors):
+        return None
+    last = {str(e.get("loc", ())[-1]) for e in errors if e.get("loc")}
+    if last == {"supports"}:
+        return WriteErrorCode.support_required
+    if last == {"result_supports"}:
+        return WriteErrorCode.too_many_supports
+    return WriteErrorCode.value_too_long
+
+
+def _without_input(error: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in error.items() if k != "input"}
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    # ninja's own answer, with the write's code when only limits were broken
+    code = limit_code(exc.errors)
+    body: dict[str, Any] = {"detail": exc.errors}
+    if code is not None:  # (without the over-long input itself)
+        body = {"recorded": False, "error": code.value, "detail": [_without_input(e) for e in exc.errors]}
+    return api.create_response(request, body, status=422)
 
 
 @api.exception_handler(HttpError)
@@ -405,8 +439,8 @@ def set_step(
     request: HttpRequest,
     project: str,
     task: str,
-    step: str,
     body: s.SetStep,
+    step: str = Path(..., max_length=limits.STEP_NAME_MAX),
     idempotency_key: str | None = key_header(),
 ) -> Any:
     supports = None if body.result_supports is None else [x.model_dump() for x in body.result_supports]

@@ -16,7 +16,7 @@ from django.template.defaultfilters import stringfilter
 from django.urls import get_script_prefix, get_urlconf, reverse
 from django.utils.text import add_truncation_text, calculate_truncate_chars_length
 
-from reviewer import presenters, visible
+from reviewer import converters, presenters, visible
 from reviewer.presenters import REASON_LABELS, describe_cause
 
 register = template.Library()
@@ -128,6 +128,20 @@ def iso(value: object) -> object:
 
 #: links every page carries, by (URL name, arguments, script prefix, URL conf)
 _PAGE_URLS: dict[tuple[Any, ...], str] = {}
+
+
+@register.simple_tag
+def task_query(project: str, name: str, param: str = "name") -> str:
+    """``{% task_query project name %}``: the query naming a task on its pages
+    (``name=…``, or ``id=…`` for a name too long for a URL)."""
+    return converters.task_query(project, str(name), param)
+
+
+@register.simple_tag
+def document_query(project: str, key: str) -> str:
+    """``{% document_query project key %}``: the query naming a document on
+    its page (``key=…``, or ``id=…`` for a key too long for a URL)."""
+    return converters.document_query(project, str(key))
 
 
 @register.simple_tag

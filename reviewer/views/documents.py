@@ -9,14 +9,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from .base import _int, _param, _project
+from ..converters import document_from_query
+from .base import _int, _project
 
 
 @require_GET
 @login_required
 def document(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    key = _param(request.GET, "key")
+    key = document_from_query(p.graph, request.GET)  # by id: a key too long for a URL
     version = _int(request.GET.get("version"), 0, minimum=0) or None
     before = _int(request.GET.get("before"), 0, minimum=0) or None
     page = p.views.document_page(key, version=version, before=before)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -14,6 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from core.retention import disk_purge_states, purge_disk_soon
 
 from .. import access
+from ..converters import task_from_query, task_query
 from ..forms import RETENTION_ERRORS, RedactForm, new_request_id
 from .base import _int, _param, _project
 
@@ -22,12 +21,12 @@ from .base import _int, _param, _project
 @login_required
 def events(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    name = _param(request.GET, "task")
+    name = task_from_query(p.history, request.GET, "task")
     after = _int(request.GET.get("after"), 0, maximum=10**12)
     page = p.history.list_events(name, after_seq=after, limit=50)
     if not page.found:
         raise Http404("no such task")
-    next_url = "?" + urlencode({"task": name, "after": page.next_after_seq}) if page.truncated else None
+    next_url = f"?{task_query(p.id, name, 'task')}&after={page.next_after_seq}" if page.truncated else None
     redacted = [str(e.id) for e in page.events if e.redacted_at is not None]
     purged = disk_purge_states(p.store, p.id, redacted) if redacted else {}
     context = {"page": page, "name": name, "next_url": next_url, "purged": purged}
@@ -69,7 +68,7 @@ def redact(request: HttpRequest, project: str) -> HttpResponse:
                 "flagged for review. Removal from disk is pending.",
             )
             events_page = reverse("events", kwargs={"project": p.id})
-            return redirect(events_page + "?" + urlencode({"task": task_name}))
+            return redirect(events_page + "?" + task_query(p.id, task_name, "task"))
         error = RETENTION_ERRORS[result.error]
     context = {
         "form": form,

@@ -14,6 +14,7 @@ from core.models import StepState
 from core.retention import purge_disk_soon
 
 from .. import access
+from ..converters import task_from_query
 from ..forms import RETENTION_ERRORS, DeleteTaskForm, new_request_id
 from .base import _param, _project
 
@@ -34,7 +35,7 @@ def tasks(request: HttpRequest, project: str) -> HttpResponse:
 @login_required
 def task(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
-    name = _param(request.GET, "name")
+    name = task_from_query(p.history, request.GET)
     found = p.history.get_task(name)
     if not found.found or found.view is None:
         raise Http404("no such task")
@@ -48,7 +49,8 @@ def task(request: HttpRequest, project: str) -> HttpResponse:
 def delete_task(request: HttpRequest, project: str) -> HttpResponse:
     p = _project(request, project)
     access.require(request.user, access.STEWARD, project)
-    name = _param(request.POST if request.method == "POST" else request.GET, "name")
+    # by id (a name too long for a URL) in the page's query, also when its form posts
+    name = task_from_query(p.history, request.GET if request.GET.get("id") or request.method == "GET" else request.POST)
     include = request.POST.get("include_decisions") == "on" if request.method == "POST" else True
     preview = p.retention.preview_delete_task(name, include_decisions=include)
     if not preview.found:

@@ -121,3 +121,14 @@ def test_a_task_or_step_named_with_any_text_is_reachable_through_the_client(
     assert history.fetch_event(name, 2).event.payload == "y"
     assert history.get_task(name).view.task_name == name  # that task, not a neighbour spelled alike
     assert history.list_events(name) == local.list_events(name)
+
+
+def test_a_value_over_its_limit_is_the_libraries_refusal_through_the_client(remote: tuple[Any, str]) -> None:
+    from core import limits
+    from core.models import WriteErrorCode
+
+    portal, project = remote
+    history = client.ConversationHistory(portal, project_id=project, agent_id="planner")
+    refused = history.create_task("t" * (limits.TASK_NAME_MAX + 1), goal="g")
+    assert (refused.recorded, refused.error) == (False, WriteErrorCode.value_too_long)
+    assert history.list_tasks() == ([], False)

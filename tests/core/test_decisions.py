@@ -495,8 +495,8 @@ def test_wrong_argument_types_raise(world: World) -> None:
         world.traces.record_decision(
             "pick-db", choice_key="db", conclusion="c", rationale="r", supports={"kind": "event"}
         )  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        world.traces.reject_decision("x", reason="   ")
+    # a blank reason is bad input of the right type: refused with a code, never raised
+    assert world.traces.reject_decision("x", reason="   ").error is WriteErrorCode.explanation_required
 
 
 # -- concurrency -------------------------------------------------------------------
