@@ -80,6 +80,35 @@ def project_id(store: GraphStore) -> Iterator[str]:
     store.drop_project(pid)
 
 
+# Longer time limits than pyproject.toml's default (300 s), in seconds: a Chromium session, a
+# gunicorn serve or a Neo4j start on a loaded two-core machine can take minutes without hanging.
+SLOW_MODULES = {
+    "test_browser.py": 900,
+    "test_browser_flow.py": 900,
+    "test_browser_roles.py": 900,
+    "test_browser_workbench.py": 900,
+    "test_serve.py": 900,
+}
+NEO4J_TIMEOUT = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give the browser, serve and Neo4j tests their longer time limit (a test's own
+    ``pytest.mark.timeout`` wins)."""
+    for item in items:
+        if item.get_closest_marker("timeout") is not None:
+            continue
+        limit = SLOW_MODULES.get(item.path.name)
+        callspec = getattr(item, "callspec", None)
+        on_neo4j = (callspec is not None and "neo4j" in callspec.params.values()) or any(
+            name in getattr(item, "fixturenames", ()) for name in ("neo4j_store", "neo4j_url")
+        )
+        if on_neo4j:
+            limit = max(limit or 0, NEO4J_TIMEOUT)
+        if limit:
+            item.add_marker(pytest.mark.timeout(limit))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Say how many tests ran on each backend, so a CI log shows both."""
     counts = {backend: {"passed": 0, "failed": 0} for backend in BACKENDS}

@@ -104,3 +104,30 @@ def test_the_pieces_keep_the_paragraph_breaks_of_their_text() -> None:
     view = passage_diff(old, new, 0, len(old))
     assert "".join(p.text + p.sep for p in view.after) == new
     assert "".join(p.text + p.sep for p in view.before) == old
+
+
+def _repeating(n: int, words: tuple[str, ...]) -> str:
+    """``n`` words that each occur more than once: no anchor for the diff."""
+    return " ".join(words[i % len(words)] for i in range(n))
+
+
+def test_a_stretch_without_anchors_is_diffed_exactly_only_within_its_budget_of_word_pairs() -> None:
+    """The budget is the product of the two lengths (the work of the exact
+    diff), not their sum: past it the stretch is one replacement."""
+    from core.textdiff import EXACT_LIMIT
+
+    side = int(EXACT_LIMIT**0.5)  # side * side word pairs: exactly the budget
+    for n_old, n_new, exact in (
+        (side, side, True),
+        (side, side + 1, False),
+        (EXACT_LIMIT // 8, 9, False),  # a long and a short stretch: pairs past the budget, the sum well within it
+        (30, 30, True),
+    ):
+        # n words a side, the ends differ (nothing to trim) and no word occurs once
+        old = "x x " + _repeating(n_old - 4, ("a", "b", "c")) + " y y"
+        new = "p p " + _repeating(n_new - 4, ("a", "c", "b", "b")) + " q q"
+        ops, _, _ = word_diff(old, new)
+        assert (len(ops) > 1) is exact, (n_old, n_new, [op.tag for op in ops][:5])
+        assert _apply(old, new) == new.split()
+        if not exact:
+            assert [op.tag for op in ops] == ["replace"]

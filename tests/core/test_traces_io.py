@@ -242,3 +242,55 @@ def test_lines_name_their_own_project_unless_the_importer_does(store: GraphStore
     assert "no project" in errors(import_lines(store, [orphan]))[0][1]
     missing = json.dumps({"op": "create_task", "project": project_id, "goal": "g"})
     assert errors(import_lines(store, [missing])) == [(1, "create_task needs 'task'")]
+
+
+@pytest.mark.parametrize(
+    "at, utc",
+    [
+        ("2026-03-01T09:30:00+02:00", "2026-03-01T07:30:00+00:00"),
+        ("2026-03-01T09:30:00-05:30", "2026-03-01T15:00:00+00:00"),
+        ("2026-03-01T09:30:00Z", "2026-03-01T09:30:00+00:00"),
+        ("2026-03-01T09:30:00", "2026-03-01T09:30:00+00:00"),  # no zone: UTC
+    ],
+)
+def test_an_imported_time_is_kept_as_the_same_instant_in_utc(
+    store: GraphStore, project_id: str, at: str, utc: str
+) -> None:
+    """Every record a line writes keeps its ``at`` converted to UTC, never
+    with its offset replaced: the task, the event, the decision, its review,
+    the activity entry."""
+    from datetime import datetime
+
+    expected = datetime.fromisoformat(utc)
+    lines = [
+        {"op": "create_task", "task": "t", "goal": "g", "at": at},
+        {"op": "record_event", "task": "t", "kind": "message", "payload": "p", "at": at},
+        {
+            "op": "record_decision",
+            "task": "t",
+            "choice_key": "k",
+            "conclusion": "c",
+            "rationale": "r",
+            "supports": [{"kind": "event", "task_name": "t", "seq": 1}],
+            "at": at,
+        },
+        {
+            "op": "reject_decision",
+            "decision": {"task": "t", "choice_key": "k", "revision": 1},
+            "reason": "no",
+            "at": at,
+        },
+    ]
+    assert errors(import_lines(store, [json.dumps(x) for x in lines], project=project_id)) == []
+    history = ConversationHistory(store, project_id=project_id, agent_id="x")
+    traces = DecisionTraces(store, project_id=project_id, agent_id="x")
+    task = history.get_task("t")
+    (decision,) = traces.list_decisions("t").page.decisions
+    assert decision.status.value == "rejected"
+    times = {"event": history.fetch_event("t", 1).event.at, "decision": decision.created_at}
+    entries = ActivityLog(store, project_id=project_id).list()
+    times.update({f"activity {e.action}": e.at for e in entries})
+    assert len(entries) >= 1 and task.found
+    for what, moment in times.items():
+        assert moment is not None and moment.utcoffset() is not None, what
+        assert moment == expected, (what, moment, expected)

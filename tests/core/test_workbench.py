@@ -288,3 +288,108 @@ def test_and_next_lands_on_the_next_of_the_group_over_thinned_and_far_apart_posi
     assert max(pos[b] - pos[a] for a, b in itertools.pairwise(group)) > 64 * 4096  # ranges must widen
     for a, b in zip(group, [*group[1:], None], strict=True):
         assert v.next_after_in_group(a, cause) == b, group.index(a)
+
+
+# -- what is offered is what succeeds ------------------------------------------------
+
+
+def _deleted_document(w: World) -> Any:
+    d = w.record("pick-db", "db", "Postgres").decision
+    assert w.graph.delete("adr").recorded
+    return d
+
+
+def _deleted_then_added_again(w: World) -> Any:
+    d = w.record("pick-db", "db", "Postgres").decision
+    assert w.graph.delete("adr").recorded
+    w.graph.add("adr", ADR)
+    return d
+
+
+def _moved(w: World) -> Any:
+    d = w.record("pick-db", "db", "Postgres").decision
+    w.graph.update("adr", "Preface.\n\n" + ADR)
+    return d
+
+
+def _changed(w: World) -> Any:
+    d = w.record("pick-db", "db", "Postgres").decision
+    w.graph.update("adr", ADR.replace("Postgres stays", "MySQL stays"))
+    return d
+
+
+def _redacted_event(w: World) -> Any:
+    d = w.record("billing", "db", "Billing", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+    assert w.retention.redact_event(str(w.history.fetch_event("pick-db", 1).event.id), reason="pii").recorded
+    return d
+
+
+def _event_of_a_deleted_task(w: World) -> Any:
+    d = w.record("billing", "db", "Billing", supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}]).decision
+    assert w.retention.delete_task("pick-db").recorded
+    return d
+
+
+def _dependency(settle: str) -> Any:
+    def make(w: World) -> Any:
+        base = w.record("pick-db", "base", "Postgres").decision
+        d = w.record(
+            "billing",
+            "db",
+            "Billing on Postgres",
+            supports=[{"kind": "event", "task_name": "pick-db", "seq": 1}, dep(base)],
+        ).decision
+        if settle == "rejected":
+            assert w.traces.reject_decision(str(base.id), reason="wrong").recorded
+        elif settle == "superseded":
+            doc, got = w.cite("adr", PASSAGE)
+            assert w.traces.supersede_decision(
+                str(base.id), conclusion="P2", rationale="r", explanation="newer", supports=[doc], fetched=[got]
+            ).recorded
+        elif settle == "flagged":
+            w.graph.update("adr", ADR.replace("Postgres stays", "MySQL stays"))
+        elif settle == "moved":
+            w.graph.update("adr", "Preface.\n\n" + ADR)
+        return d
+
+    return make
+
+
+SITUATIONS = {
+    "document deleted": _deleted_document,
+    "document deleted then added again": _deleted_then_added_again,
+    "passage moved": _moved,
+    "passage changed": _changed,
+    "event redacted": _redacted_event,
+    "event's task deleted": _event_of_a_deleted_task,
+    "depends on a rejected decision": _dependency("rejected"),
+    "depends on a superseded decision": _dependency("superseded"),
+    "depends on a flagged decision": _dependency("flagged"),
+    "depends on a decision whose passage moved": _dependency("moved"),
+}
+
+
+@pytest.mark.parametrize("situation", list(SITUATIONS))
+def test_reaffirm_is_offered_exactly_when_it_succeeds(world: World, situation: str) -> None:
+    """The workbench offers Reaffirm when, and only when, reaffirm_decision
+    records; before and after the review has run its course; one decision
+    at a time and in a page of several."""
+    d = SITUATIONS[situation](world)
+    v = views(world)
+    for _ in range(2):  # while the review is under way, then when it has finished
+        now = fresh(world, d)
+        offered = v.review_actions(now).reaffirm
+        assert (
+            v.review_actions_many([now, *world.traces.list_decisions("pick-db").page.decisions])[str(d.id)].reaffirm
+            is offered
+        )
+        if not offered:  # a refused reaffirm changes nothing, so it can be tried here
+            assert not world.as_("alice").reaffirm_decision(str(d.id)).recorded, situation
+        while world.traces.continue_decision_review().moved:
+            pass
+    now = fresh(world, d)
+    actions = v.review_actions(now)
+    done = world.as_("alice").reaffirm_decision(str(d.id))
+    assert actions.reaffirm is done.recorded, (situation, actions.blocked, done.error)
+    if not actions.reaffirm:
+        assert actions.blocked, "a refusal says why"
