@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import _common as c
 from ._evidence import encode_span, version_id
-from ._supports import cited_bounds, closest_match, find_nearest
+from ._supports import cited_bounds, closest_match, find_nearest, searchable
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import Graph
@@ -376,6 +376,8 @@ class WorkbenchViews:
             start, end = bounds
             if find_nearest(new["text"], old["text"][start:end], start) is not None:
                 return None
+            if not searchable(new["text"], old["text"][start:end]):
+                return f"{s.document_key} is too long to find the cited passage in its current text"
             return (
                 f"the cited passage of {s.document_key} changed: {_changed_words(old['text'], new['text'], start, end)}"
             )
