@@ -218,6 +218,13 @@ class PassagePick(_View):
         return self.model_copy(update={"shown_start": start, "shown_end": end})
 
 
+def _whole_lines(text: str, lo: int, hi: int, reach: int = 200) -> tuple[int, int]:
+    """``[lo, hi)`` widened to whole lines when a line break is within ``reach``."""
+    before = text.rfind("\n", max(0, lo - reach), lo) if lo > 0 else -1
+    after = text.find("\n", hi, hi + reach) if hi < len(text) else -1
+    return (before + 1 if before != -1 else lo), (after if after != -1 else hi)
+
+
 def pick_window(length: int, start: int | None, end: int | None) -> tuple[int, int]:
     """The part of a text of ``length`` the picker shows first: the
     candidate ``[start, end)`` with ``PICK_CONTEXT`` either side, at most
@@ -568,7 +575,7 @@ class WorkbenchViews:
         if info is None or not info.live:
             return PassagePick(index=index, support=s, state="removed", passage=passage, passage_start=start)
         if info.activation_seq == s.recorded_activation_seq:
-            lo, hi = pick_window(len(recorded), start, end)
+            lo, hi = _whole_lines(recorded, *pick_window(len(recorded), start, end))
             return PassagePick(
                 index=index,
                 support=s,
@@ -586,7 +593,7 @@ class WorkbenchViews:
         current = self.graph.version_text(s.document_key, info.activation_seq) or ""
         found = closest_match(recorded, current, start, end)
         if found is None:
-            lo, hi = pick_window(len(current), None, None)
+            lo, hi = _whole_lines(current, *pick_window(len(current), None, None))
             return PassagePick(
                 index=index,
                 support=s,
@@ -599,7 +606,7 @@ class WorkbenchViews:
                 passage_start=start,
             )
         state: Literal["moved", "closest"] = "moved" if current[found[0] : found[1]] == passage else "closest"
-        lo, hi = pick_window(len(current), *found)
+        lo, hi = _whole_lines(current, *pick_window(len(current), *found))
         return PassagePick(
             index=index,
             support=s,
@@ -619,13 +626,19 @@ class WorkbenchViews:
         """The evidence id of ``[start, end)`` of version ``version`` of a
         document when that version is still current; a ``text`` that is not
         what those offsets hold (offsets counted another way, as a browser
-        may) is found again nearest ``start``. None when the document is
+        may) is found again nearest ``start`` (line breaks posted as CR LF,
+        as browsers post them, are the text's own). None when the document is
         not current at ``version`` or the range is empty or out of it."""
         info = self.graph.get_document(key)
         if info is None or not info.live or info.activation_seq != version:
             return None
         current = self.graph.version_text(key, version) or ""
-        if text and current[start:end] != text:
+        # a browser posts a form's line breaks as CR LF: the same text, as far as offsets go
+        if (
+            text
+            and current[start:end] != text
+            and current[start:end].replace("\r\n", "\n") != text.replace("\r\n", "\n")
+        ):
             at = find_nearest(current, text, start)
             if at is None:
                 return None
