@@ -9,6 +9,7 @@ reaffirming and every page that shows where a cited passage is now.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -339,6 +340,14 @@ def find_nearest(text: str, passage: str, near: int) -> int | None:
     one comparison."""
     if not searchable(text, passage):
         return None
+    return _kept_nearest(text, passage, near)
+
+
+@functools.lru_cache(maxsize=8)
+def _kept_nearest(text: str, passage: str, near: int) -> int | None:
+    """The last few answers kept: a page asks the same question of one
+    support for its view, its actions and its supersede choice (the texts
+    are the same objects, so a kept answer is found without comparing them)."""
     return _nearest(text, passage, near, _RADIUS)
 
 
