@@ -9,6 +9,7 @@ reaffirming and every page that shows where a cited passage is now.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -305,16 +306,79 @@ def chunk_index(support: DocumentSupport) -> int:
     return ref.chunk_index if ref.chunk_index is not None else -1
 
 
+#: The longest text (with its passage) re-anchoring searches, in
+#: characters: past it, a support reads as not re-anchorable (the page says
+#: why, reaffirming refuses ``cannot_revalidate``). Every search is linear,
+#: so this caps the work one support may cost at a few passes over it.
+SEARCH_LIMIT = 8 * 2**20
+#: the first radius around the recorded offset searched (then doubled)
+_RADIUS = 4096
+
+
+def searchable(text: str, passage: str) -> bool:
+    """Whether :func:`find_nearest` searches ``text`` for ``passage`` at all
+    (within :data:`SEARCH_LIMIT`)."""
+    return len(text) + len(passage) <= SEARCH_LIMIT
+
+
 def find_nearest(text: str, passage: str, near: int) -> int | None:
-    """The offset of ``passage`` in ``text`` closest to ``near``: the one
-    rule for where a cited passage stands in a newer version."""
-    best: int | None = None
-    start = text.find(passage)
-    while start != -1:
-        if best is None or abs(start - near) < abs(best - near):
-            best = start
-        start = text.find(passage, start + 1)
-    return best
+    """The offset of ``passage`` in ``text`` closest to ``near`` (of two as
+    close, the earlier): the one rule for where a cited passage stands in a
+    newer version. None when it is not in ``text``, or the text is past
+    :data:`SEARCH_LIMIT`.
+
+    The nearest occurrence is the last one at or before ``near`` or the
+    first one after it, so the search goes outward from ``near`` in rings
+    of doubling radius (from at least the passage's length): the first ring
+    holding an occurrence on either side settles it, since anything farther
+    out is farther away. Each ring is searched once, forwards with
+    ``str.find`` and backwards as ``str.find`` over its reversed text
+    (CPython's search of a long needle is the two-way algorithm, linear in
+    the text and the needle; ``str.rfind`` is not), so overlapping
+    occurrences of a self-repeating passage cost nothing more: the work is
+    linear in the text searched, and a passage still at its old place costs
+    one comparison."""
+    if not searchable(text, passage):
+        return None
+    return _kept_nearest(text, passage, near)
+
+
+@functools.lru_cache(maxsize=8)
+def _kept_nearest(text: str, passage: str, near: int) -> int | None:
+    """The last few answers kept: a page asks the same question of one
+    support for its view, its actions and its supersede choice (the texts
+    are the same objects, so a kept answer is found without comparing them)."""
+    return _nearest(text, passage, near, _RADIUS)
+
+
+def _nearest(text: str, passage: str, near: int, radius: int) -> int | None:
+    """:func:`find_nearest` with its first ``radius`` given (tests try small ones)."""
+    n, m = len(text), len(passage)
+    if m == 0:
+        return min(max(near, 0), n)
+    if m > n:
+        return None
+    near = min(max(near, 0), n - m)
+    if text.startswith(passage, near):
+        return near
+    backwards = passage[::-1]
+    low = high = near  # every start in [low, high] is searched
+    radius = max(radius, m, 1)
+    while low > 0 or high < n - m:
+        lo, hi = max(0, near - radius), min(n - m, near + radius)
+        after = text.find(passage, high + 1, hi + m) if hi > high else -1
+        before = -1
+        if lo < low:
+            # the starts in [lo, low): the first match in the reversed window is the last one
+            r = text[lo : low - 1 + m][::-1].find(backwards)
+            before = low - 1 - r if r != -1 else -1
+        if before != -1 and (after == -1 or near - before <= after - near):
+            return before
+        if after != -1:
+            return after
+        low, high = lo, hi
+        radius *= 2
+    return None
 
 
 def closest_match(old: str, new: str, start: int, end: int) -> tuple[int, int] | None:
@@ -327,8 +391,8 @@ def closest_match(old: str, new: str, start: int, end: int) -> tuple[int, int] |
     from .textdiff import word_diff
 
     passage = old[start:end]
-    if not passage.strip():
-        return None
+    if not passage.strip() or not searchable(new, passage) or not searchable(old, ""):
+        return None  # past the search limit nothing is offered: never a guess
     at = find_nearest(new, passage, start)
     if at is not None:
         return at, at + len(passage)

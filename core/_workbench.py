@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import _common as c
 from ._evidence import encode_span, version_id
-from ._supports import cited_bounds, closest_match, find_nearest
+from ._supports import cited_bounds, closest_match, find_nearest, searchable
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import Graph
@@ -38,6 +38,7 @@ __all__ = [
     "DecisionPick",
     "Dependant",
     "EventPick",
+    "Excerpt",
     "PassagePick",
     "ReviewActions",
     "SupersedeChoices",
@@ -50,6 +51,49 @@ class _View(BaseModel):
     """The base of every read model of the review views (frozen)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+
+#: a long passage is shown as its first and last this many characters
+#: (the rest on demand): no page grows with a document
+EXCERPT_EDGE = 600
+#: the current text the supersede picker shows around its candidate, each
+#: side, and at most in all (more on demand, ``PICK_MORE`` at a time)
+PICK_CONTEXT = 1500
+PICK_SHOWN = 6000
+PICK_MORE = 10_000
+#: the most of one text a page or a fragment shows at once
+TEXT_PAGE = 20_000
+
+
+class Excerpt(_View):
+    """A text as a page shows it: whole when short, else its first and last
+    ``EXCERPT_EDGE`` characters with ``hidden`` characters between them
+    (``head`` ends at offset ``start + len(head)`` of the text it is from)."""
+
+    head: str
+    hidden: int = 0
+    tail: str = ""
+    start: int = 0
+
+    @property
+    def more_at(self) -> int:
+        """Where the hidden part begins (in the text the excerpt is from)."""
+        return self.start + len(self.head)
+
+    @property
+    def tail_at(self) -> int:
+        return self.more_at + self.hidden
+
+    @property
+    def end(self) -> int:
+        return self.tail_at + len(self.tail)
+
+
+def excerpt(text: str, start: int = 0, edge: int = EXCERPT_EDGE) -> Excerpt:
+    """``text`` (which begins at offset ``start`` of its document) as an excerpt."""
+    if len(text) <= 2 * edge + 100:  # hiding fewer than a hundred characters helps no one
+        return Excerpt(head=text, start=start)
+    return Excerpt(head=text[:edge], hidden=len(text) - 2 * edge, tail=text[-edge:], start=start)
 
 
 class DecisionName(_View):
@@ -107,6 +151,12 @@ class PassagePick(_View):
     start: int | None = None
     end: int | None = None
     evidence_id: str | None = None
+    #: the part of ``text`` the picker shows, ``[shown_start, shown_end)``:
+    #: the candidate with some context, never the whole of a long text
+    shown_start: int = 0
+    shown_end: int = 0
+    #: where the passage begins in the recorded version
+    passage_start: int = 0
 
     @property
     def key(self) -> str:
@@ -117,12 +167,73 @@ class PassagePick(_View):
         return self.text[self.start : self.end] if self.text is not None and self.start is not None else ""
 
     @property
+    def quoted(self) -> Excerpt:
+        """The recorded passage, as the form quotes it."""
+        return excerpt(self.passage, self.passage_start)
+
+    @property
+    def offered(self) -> Excerpt:
+        """The candidate, as the form quotes it."""
+        return excerpt(self.candidate, self.start or 0)
+
+    def _shown(self, a: int, b: int) -> str:
+        a, b = max(a, self.shown_start), min(b, self.shown_end)
+        return self.text[a:b] if self.text is not None and a < b else ""
+
+    @property
     def before(self) -> str:
-        return self.text[: self.start] if self.text is not None and self.start is not None else self.text or ""
+        """The shown text before the candidate (all of it when there is none)."""
+        return self._shown(self.shown_start, self.start if self.start is not None else self.shown_end)
+
+    @property
+    def shown_candidate(self) -> str:
+        return self._shown(self.start, self.end or 0) if self.start is not None else ""
 
     @property
     def after(self) -> str:
-        return self.text[self.end :] if self.text is not None and self.end is not None else ""
+        return self._shown(self.end, self.shown_end) if self.end is not None else ""
+
+    @property
+    def earlier(self) -> int | None:
+        """Where "show more before" starts, None at the text's beginning."""
+        return max(0, self.shown_start - PICK_MORE) if self.shown_start > 0 else None
+
+    @property
+    def later(self) -> int | None:
+        """Where "show more after" ends, None at the text's end."""
+        length = len(self.text or "")
+        return min(length, self.shown_end + PICK_MORE) if self.shown_end < length else None
+
+    def widened(self, start: int, end: int) -> PassagePick:
+        """The pick showing ``[start, end)`` of its text (at most ``TEXT_PAGE``
+        characters more than it shows now, the candidate's side kept)."""
+        length = len(self.text or "")
+        start, end = max(0, min(start, self.shown_start)), min(length, max(end, self.shown_end))
+        if end - start > (self.shown_end - self.shown_start) + TEXT_PAGE:
+            if start < self.shown_start:
+                start = max(start, self.shown_start - TEXT_PAGE)
+                end = self.shown_end
+            else:
+                end = min(end, self.shown_end + TEXT_PAGE)
+        return self.model_copy(update={"shown_start": start, "shown_end": end})
+
+
+def _whole_lines(text: str, lo: int, hi: int, reach: int = 200) -> tuple[int, int]:
+    """``[lo, hi)`` widened to whole lines when a line break is within ``reach``."""
+    before = text.rfind("\n", max(0, lo - reach), lo) if lo > 0 else -1
+    after = text.find("\n", hi, hi + reach) if hi < len(text) else -1
+    return (before + 1 if before != -1 else lo), (after if after != -1 else hi)
+
+
+def pick_window(length: int, start: int | None, end: int | None) -> tuple[int, int]:
+    """The part of a text of ``length`` the picker shows first: the
+    candidate ``[start, end)`` with ``PICK_CONTEXT`` either side, at most
+    ``PICK_SHOWN`` in all (a long candidate shows its beginning); the
+    text's beginning when there is no candidate."""
+    if start is None or end is None:
+        return 0, min(length, PICK_SHOWN)
+    lo = max(0, start - PICK_CONTEXT)
+    return lo, min(length, end + PICK_CONTEXT, lo + PICK_SHOWN)
 
 
 class EventPick(_View):
@@ -376,6 +487,8 @@ class WorkbenchViews:
             start, end = bounds
             if find_nearest(new["text"], old["text"][start:end], start) is not None:
                 return None
+            if not searchable(new["text"], old["text"][start:end]):
+                return f"{s.document_key} is too long to find the cited passage in its current text"
             return (
                 f"the cited passage of {s.document_key} changed: {_changed_words(old['text'], new['text'], start, end)}"
             )
@@ -460,8 +573,9 @@ class WorkbenchViews:
         start, end = self._cited_range(s, recorded)
         passage = recorded[start:end]
         if info is None or not info.live:
-            return PassagePick(index=index, support=s, state="removed", passage=passage)
+            return PassagePick(index=index, support=s, state="removed", passage=passage, passage_start=start)
         if info.activation_seq == s.recorded_activation_seq:
+            lo, hi = _whole_lines(recorded, *pick_window(len(recorded), start, end))
             return PassagePick(
                 index=index,
                 support=s,
@@ -472,14 +586,27 @@ class WorkbenchViews:
                 start=start,
                 end=end,
                 evidence_id=s.evidence_id,
+                shown_start=lo,
+                shown_end=hi,
+                passage_start=start,
             )
         current = self.graph.version_text(s.document_key, info.activation_seq) or ""
         found = closest_match(recorded, current, start, end)
         if found is None:
+            lo, hi = _whole_lines(current, *pick_window(len(current), None, None))
             return PassagePick(
-                index=index, support=s, state="gone", passage=passage, text=current, version=info.activation_seq
+                index=index,
+                support=s,
+                state="gone",
+                passage=passage,
+                text=current,
+                version=info.activation_seq,
+                shown_start=lo,
+                shown_end=hi,
+                passage_start=start,
             )
         state: Literal["moved", "closest"] = "moved" if current[found[0] : found[1]] == passage else "closest"
+        lo, hi = _whole_lines(current, *pick_window(len(current), *found))
         return PassagePick(
             index=index,
             support=s,
@@ -490,19 +617,28 @@ class WorkbenchViews:
             start=found[0],
             end=found[1],
             evidence_id=encode_span(info.node_id, info.activation_seq, *found),
+            shown_start=lo,
+            shown_end=hi,
+            passage_start=start,
         )
 
     def cite_selection(self, key: str, version: int, start: int, end: int, text: str | None = None) -> str | None:
         """The evidence id of ``[start, end)`` of version ``version`` of a
         document when that version is still current; a ``text`` that is not
         what those offsets hold (offsets counted another way, as a browser
-        may) is found again nearest ``start``. None when the document is
+        may) is found again nearest ``start`` (line breaks posted as CR LF,
+        as browsers post them, are the text's own). None when the document is
         not current at ``version`` or the range is empty or out of it."""
         info = self.graph.get_document(key)
         if info is None or not info.live or info.activation_seq != version:
             return None
         current = self.graph.version_text(key, version) or ""
-        if text and current[start:end] != text:
+        # a browser posts a form's line breaks as CR LF: the same text, as far as offsets go
+        if (
+            text
+            and current[start:end] != text
+            and current[start:end].replace("\r\n", "\n") != text.replace("\r\n", "\n")
+        ):
             at = find_nearest(current, text, start)
             if at is None:
                 return None

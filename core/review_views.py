@@ -30,16 +30,19 @@ from ._queue_flow import (  # noqa: F401  (GroupItem, GroupReview, QueueProgress
 )
 from ._supports import find_nearest
 from ._workbench import (
+    EXCERPT_EDGE,
     DecisionName,
     DecisionPick,
     Dependant,
     EventPick,
+    Excerpt,
     PassagePick,
     ReviewActions,
     SupersedeChoices,
     WorkbenchViews,
     _View,
     decision_name,
+    excerpt,
 )
 from .decisions import DecisionTraces
 from .history import ConversationHistory
@@ -63,7 +66,7 @@ from .models.knowledge import (
 )
 from .models.task import Event
 from .stores.base import GraphStore
-from .textdiff import PassageDiff, passage_diff
+from .textdiff import PassageDiff, Piece, passage_diff
 
 __all__ = [
     "CitingDecision",
@@ -73,6 +76,7 @@ __all__ = [
     "Dependant",
     "DocumentPage",
     "EventPick",
+    "Excerpt",
     "PassagePick",
     "QueuePage",
     "RedactionPreview",
@@ -99,8 +103,10 @@ class SupportView(_View):
 
     support: Support
     state: SupportState
-    #: document supports: the cited passage as recorded (span or chunk)
+    #: document supports: the cited passage as recorded (span or chunk),
+    #: and where it begins in the recorded version
     passage: str | None = None
+    passage_start: int = 0
     #: document supports whose document has a newer version: both whole texts,
     #: to show what changed
     recorded_text: str | None = None
@@ -123,9 +129,42 @@ class SupportView(_View):
         return self.support.document_key if isinstance(self.support, DocumentSupport) else None
 
     @property
+    def excerpt(self) -> Excerpt:
+        """The passage as a page shows it (a long one by its ends)."""
+        return excerpt(self.passage or "", self.passage_start)
+
+    @property
     def holds(self) -> bool:
         """Whether reaffirming would keep this support as it stands or re-anchored."""
         return self.state in ("current", "moved")
+
+
+#: the most characters of each side of a passage diff a page shows
+DIFF_SHOWN = 8 * EXCERPT_EDGE
+
+
+def bounded(diff: PassageDiff, budget: int = DIFF_SHOWN) -> PassageDiff:
+    """``diff`` as a page shows it: each long piece by its ends, and past
+    ``budget`` characters a side the rest as one gap (a diff of a long
+    passage would otherwise write the passage out in full, twice)."""
+
+    def side(pieces: list[Piece]) -> list[Piece]:
+        out: list[Piece] = []
+        left = budget
+        for p in pieces:
+            if left <= 0:
+                out.append(Piece("…", "gap"))
+                break
+            cut = excerpt(p.text)
+            if cut.hidden:
+                out += [Piece(cut.head, p.kind, p.cited), Piece("…", "gap"), Piece(cut.tail, p.kind, p.cited, p.sep)]
+                left -= 2 * EXCERPT_EDGE
+            else:
+                out.append(p)
+                left -= len(p.text)
+        return out
+
+    return PassageDiff(before=side(diff.before), after=side(diff.after), changed=diff.changed)
 
 
 class SupportChoice(_View):
@@ -427,19 +466,20 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         start, end = self._cited_range(s, recorded)
         passage = recorded[start:end] if recorded is not None else ""
         if info is None or not info.live:
-            return SupportView(support=s, state="removed", passage=passage)
+            return SupportView(support=s, state="removed", passage=passage, passage_start=start)
         if info.activation_seq == s.recorded_activation_seq:
-            return SupportView(support=s, state="current", passage=passage)
+            return SupportView(support=s, state="current", passage=passage, passage_start=start)
         current = self.graph.version_text(s.document_key, info.activation_seq) or ""
         moved = find_nearest(current, passage, start) is not None
         return SupportView(
             support=s,
             state="moved" if moved else "changed",
             passage=passage,
+            passage_start=start,
             recorded_text=recorded or "",
             current_text=current,
             current_version=info.activation_seq,
-            diff=passage_diff(recorded or "", current, start, end),
+            diff=bounded(passage_diff(recorded or "", current, start, end)),
         )
 
     def support_choices(self, decision: Decision) -> list[SupportChoice]:

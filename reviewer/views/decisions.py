@@ -18,8 +18,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from core._workbench import TEXT_PAGE
 from core.knowledge import decode_evidence_id
 from core.models import Decision, WriteErrorCode
+from core.models.decision import DocumentSupport
 from core.models.knowledge import FetchStatus, MalformedEvidenceIdError
 from core.review_views import DecisionReview, SupersedeChoices
 
@@ -42,6 +44,74 @@ def decision(request: HttpRequest, project: str, decision_id: Any) -> HttpRespon
         if review is None:
             raise Http404("no such decision")
         return render(request, PAGE, _decision_context(request, p, review.decision, review=review))
+
+
+@require_GET
+@login_required
+def decision_text(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    """A stretch of a text a decision cites (``key``, a version it cites or
+    the current one) from ``at``, at most ``TEXT_PAGE`` characters and not
+    past ``until``: the rest of a long passage on demand. With htmx the
+    stretch alone (it replaces the link that asked for it, and ends with a
+    link to the next); else a page of it, with the cited part marked and
+    links to the stretches before and after."""
+    p = _project(request, project)
+    d = _decision_or_404(p, decision_id)
+    key = _param(request.GET, "key", 2000)
+    cited = [s for s in d.supports if isinstance(s, DocumentSupport) and s.document_key == key]
+    info = p.graph.get_document(key) if cited else None
+    if info is None:
+        raise Http404("the decision cites no such document")
+    version = _int(request.GET.get("version"), info.activation_seq, minimum=1)
+    if version not in {s.recorded_activation_seq for s in cited} | ({info.activation_seq} if info.live else set()):
+        raise Http404("the decision cites no such version")
+    text = p.graph.version_text(key, version) or ""
+    at = _int(request.GET.get("at"), 0, maximum=len(text))
+    until = _int(request.GET.get("until"), len(text), maximum=len(text))
+    end = min(until, at + TEXT_PAGE)
+    context = {
+        "d": d,
+        "key": key,
+        "version": version,
+        "length": len(text),
+        "at": at,
+        "end": end,
+        "until": until,
+        "stretch": text[at:end],
+        "next_at": end if end < until else None,
+        "left": until - end,
+    }
+    if request.htmx:
+        return render(request, "reviewer/decision_text.html#stretch", context)
+    mark0 = _int(request.GET.get("mark_start"), 0, maximum=len(text))
+    mark1 = _int(request.GET.get("mark_end"), 0, maximum=len(text))
+    lo, hi = max(at, mark0), min(end, mark1)
+    context.update(
+        {
+            "before": text[at:lo] if lo < hi else text[at:end],
+            "marked": text[lo:hi] if lo < hi else "",
+            "after": text[hi:end] if lo < hi else "",
+            "earlier": max(0, at - TEXT_PAGE) if at > 0 else None,
+            "marks": f"&mark_start={mark0}&mark_end={mark1}" if mark1 > mark0 else "",
+        }
+    )
+    return render(request, "reviewer/decision_text.html", context)
+
+
+@require_GET
+@login_required
+def decision_pick(request: HttpRequest, project: str, decision_id: Any) -> HttpResponse:
+    """The supersede picker's text of one document support (``index``)
+    shown over ``[start, end)``: more of the current text on demand."""
+    p = _project(request, project)
+    access.require(request.user, access.REVIEWER, project)
+    d = _decision_or_404(p, decision_id)
+    picks = p.views.supersede_choices(d).documents
+    index = _int(request.GET.get("index"), -1, minimum=-1)
+    if not 0 <= index < len(picks) or picks[index].text is None:
+        raise Http404("no such passage")
+    pick = picks[index].widened(_int(request.GET.get("start"), 0), _int(request.GET.get("end"), 0))
+    return render(request, f"{PAGE}#pick-text", {"d": d, "pick": pick})
 
 
 def _decision_context(

@@ -30,7 +30,8 @@
     var before = document.createRange();
     before.selectNodeContents(box);
     before.setEnd(range.startContainer, range.startOffset);
-    var start = codePoints(before.toString());
+    // the box shows the text from character data-offset on (a window of a long text)
+    var start = (parseInt(box.getAttribute("data-offset"), 10) || 0) + codePoints(before.toString());
     var text = range.toString();
     return { start: start, end: start + codePoints(text), text: text };
   }
@@ -111,8 +112,10 @@
     event.preventDefault();
   }
 
-  function init(form) {
-    form.querySelectorAll(".pick-text").forEach(function (box) {
+  function initBox(box) {
+    if (box.getAttribute("data-ready")) { return; }
+    box.setAttribute("data-ready", "1");
+    {
       var mark = box.querySelector("mark.candidate");
       if (mark && mark.textContent) { box.scrollTop = Math.max(0, mark.offsetTop - box.offsetTop - 40); }
       box.addEventListener("keydown", onKey);
@@ -123,7 +126,11 @@
         var sel = window.getSelection();
         if (!sel.rangeCount || !box.contains(sel.anchorNode)) { startAtCandidate(box); }
       });
-    });
+    }
+  }
+
+  function init(form) {
+    form.querySelectorAll(".pick-text").forEach(initBox);
     form.addEventListener("change", function () { summarise(form); });
     form.addEventListener("input", function (event) {
       var t = event.target;
@@ -152,6 +159,8 @@
     focusedId = active && active.id ? active.id : null;
   });
   document.addEventListener("htmx:afterSettle", function (event) {
+    // more of a document's text swapped into the picker: its box works as the first did
+    document.querySelectorAll("form[data-picker] .pick-text").forEach(initBox);
     var again = focusedId && document.getElementById(focusedId);
     var target = again || (event.detail && event.detail.target && event.detail.target.querySelector &&
       event.detail.target.querySelector("[data-autofocus]"));

@@ -275,6 +275,12 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
                 ("explanation", "revisedconclusion", "rivalconclusion", "othertask"),
             ),
         ],
+        "decision_text": [
+            ("GET", decision + "text", {"key": h.doc_key}, False, False, ("dockey", "newtext", "doctext"))
+        ],
+        "decision_pick": [
+            ("GET", decision + "pick", {"index": 0, "start": 0, "end": 10_000}, False, False, ("newtext", "doctext"))
+        ],
         "reaffirm": [("POST", decision + "reaffirm", {"request_id": "esc-1", **typed}, True, True, ("conclusion",))],
         "supersede": [
             (
@@ -409,6 +415,8 @@ ROUTES = sorted(
         "group",
         "queue_act",
         "decision",
+        "decision_text",
+        "decision_pick",
         "reaffirm",
         "supersede",
         "reject",

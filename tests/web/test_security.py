@@ -40,6 +40,8 @@ PAGES = {
     "overview",
     "queue",
     "decision",
+    "decision_text",
+    "decision_pick",
     "conflicts",
     "tasks",
     "task",
