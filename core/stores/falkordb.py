@@ -82,11 +82,36 @@ LOCK_WAIT_S = 20.0
 #: other's lock (taken in another order) cannot wait on each other for
 #: longer than this.
 LOCK_WAIT_HOLDING_S = 1.0
+#: Waiters for a lock take it in the order they came (a queue beside the
+#: lock key): one polling faster cannot overtake one that waits, so no
+#: unit waits while others keep taking the lock. A waiter that stopped
+#: polling for this long (its process died) loses its place.
+LOCK_WAITER_MS = 1_000
 # Lock keys are not written to the append-only file (``REPL_NONE``): a
 # server started again holds no locks, and no process of before holds a
 # connection its commit could use.
 _TAKE = """redis.set_repl(redis.REPL_NONE)
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+local lock, queue, token = KEYS[1], KEYS[2], ARGV[1]
+local live = lock .. ':w:'
+local now = redis.call('TIME')
+local place = 0
+for _, waiter in ipairs(redis.call('ZRANGE', queue, 0, -1)) do
+  if waiter == token then break end
+  if redis.call('EXISTS', live .. waiter) == 1 then place = place + 1
+  else redis.call('ZREM', queue, waiter) end
+end
+if place == 0 and redis.call('SET', lock, token, 'NX', 'PX', ARGV[2]) then
+  redis.call('ZREM', queue, token)
+  redis.call('DEL', live .. token)
+  return -1
+end
+redis.call('ZADD', queue, 'NX', tonumber(now[1]) * 1000000 + tonumber(now[2]), token)
+redis.call('PEXPIRE', queue, ARGV[2])
+redis.call('SET', live .. token, 1, 'PX', ARGV[3])
+return place"""
+_LEAVE = """redis.set_repl(redis.REPL_NONE)
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1] .. ':w:' .. ARGV[1])
 return 0"""
 _RENEW = """redis.set_repl(redis.REPL_NONE)
 local n = 0
@@ -262,6 +287,7 @@ class FalkorDBStore(GraphStore):
         self.lock_waits = 0
         self.lock_wait_s = 0.0
         self._take_lock = self._redis.register_script(_TAKE)
+        self._leave_queue = self._redis.register_script(_LEAVE)
         self._renew_locks = self._redis.register_script(_RENEW)
         self._release_locks = self._redis.register_script(_RELEASE)
         self.ping()
@@ -427,25 +453,30 @@ class FalkorDBStore(GraphStore):
         return reply
 
     def _take(self, tx: _FalkorTx, lock: str) -> None:
-        """Take one lock for the unit, waiting while another unit holds it
-        (see ``LOCK_WAIT_S`` and ``LOCK_WAIT_HOLDING_S``)."""
+        """Take one lock for the unit, waiting in turn while other units
+        hold it or wait for it first (see ``LOCK_WAIT_S``,
+        ``LOCK_WAIT_HOLDING_S`` and ``LOCK_WAITER_MS``)."""
         if lock in tx.held:
             return
         started = time.monotonic()
         deadline = started + (LOCK_WAIT_HOLDING_S if tx.held else LOCK_WAIT_S)
-        pause = 0.0005
+        keys = [lock, lock + ":q"]
         waited = False
         try:
-            while not self._take_lock(keys=[lock], args=[tx.token, LOCK_LEASE_MS]):
+            while True:
+                place = self._take_lock(keys=keys, args=[tx.token, LOCK_LEASE_MS, LOCK_WAITER_MS])
+                if place < 0:
+                    break
                 waited = True
                 if time.monotonic() > deadline:
+                    self._leave_queue(keys=keys, args=[tx.token])
                     if tx.held:
                         raise _LetGo(lock)
                     raise GraphStoreWriteConflictError(
                         f"a lock of FalkorDB at {redact_url(self.url)} stayed taken for {LOCK_WAIT_S:.0f} s ({lock})"
                     )
-                time.sleep(random.uniform(pause / 2, pause))
-                pause = min(pause * 1.5, 0.004)
+                # the next in line looks often; the others as their place says
+                time.sleep(random.uniform(0.0005, 0.001) * (1 + min(place, 20) * 2))
         except redis.ConnectionError as exc:
             raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
         finally:
