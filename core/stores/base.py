@@ -248,13 +248,24 @@ class GraphStore(ABC):
         """Run a unit of work; see the module docstring."""
 
     @abstractmethod
-    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+    def execute(
+        self,
+        project_id: str,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        guard: tuple[str, str] | None = None,
+    ) -> list[Row]:
         """One write statement, applied whole or not at all, with its rows.
 
         A fast path for writes that can check their own precondition in the
         statement (compare-and-set): no reads before it, one round trip.
         Uniqueness violations raise :class:`GraphStoreConstraintViolationError`
-        and are not retried here."""
+        and are not retried here. ``guard``: the node (label, id) a unit
+        locks to write what this statement compares: while a unit holds
+        that lock the statement is not applied (no rows, as when its
+        precondition fails), so it never takes what a unit read under the
+        lock (FalkorDB; Neo4j's statement locks the node itself)."""
 
     def write(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> None:
         """One write statement as a unit of its own."""

@@ -36,6 +36,7 @@ from .base import (
     Schema,
     T,
     Tx,
+    check_identifier,
     redact_url,
 )
 
@@ -378,9 +379,39 @@ class FalkorDBStore(GraphStore):
         graph = self._graph(project_id)
         return self._run(self._redis.execute_command, graph, query, params or {}, read_only=True)
 
-    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+    def execute(
+        self,
+        project_id: str,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        guard: tuple[str, str] | None = None,
+    ) -> list[Row]:
         graph = self._graph(project_id)
-        return self._run(self._redis.execute_command, graph, query, params or {}, read_only=False)
+        if guard is None:
+            return self._run(self._redis.execute_command, graph, query, params or {}, read_only=False)
+        # not while a unit holds the guard's lock (it read what this compares):
+        # watched, so a unit taking it meanwhile makes EXEC apply nothing
+        lock = lock_key(graph.name, check_identifier(guard[0]), guard[1])
+        text = params_header(params) + query if params else query
+        try:
+            with self._gate.query(graph.name), self._redis.pipeline(transaction=True) as pipe:
+                pipe.watch(lock)
+                if pipe.exists(lock):
+                    return []
+                pipe.multi()
+                pipe.execute_command("GRAPH.QUERY", graph.name, text, "--compact")
+                (reply,) = pipe.execute(raise_on_error=False)
+        except redis.WatchError:
+            return []
+        except redis.ConnectionError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        if isinstance(reply, Exception):
+            raise self._translate(reply, query)
+        self._after_write(graph, reply)
+        return self._rows(graph, reply, query)
 
     def transact(
         self,
