@@ -468,17 +468,22 @@ class FalkorDBStore(GraphStore):
                 owners = pipe.mget(tx.held)
                 if any((o.decode() if isinstance(o, bytes) else o) != tx.token for o in owners):
                     raise _LeaseLost
-            if not tx.writes:
-                # a refusal or a replay, answered from reads made under its
-                # locks: they held to the end
-                pipe.multi()
-                pipe.execute()
-                return None
-            query, params = combine_writes(tx.writes)
-            text = params_header(params) + query if params else query
             pipe.multi()
-            pipe.execute_command("GRAPH.QUERY", key, text, "--compact")
-            (reply,) = pipe.execute(raise_on_error=False)
+            query = ""
+            if tx.writes:
+                query, params = combine_writes(tx.writes)
+                text = params_header(params) + query if params else query
+                pipe.execute_command("GRAPH.QUERY", key, text, "--compact")
+            # the locks let go of in the same EXEC, after the write: no round
+            # trip of their own (a refusal or a replay, answered from reads
+            # made under its locks, sends this alone: they held to the end)
+            if tx.held:
+                self._release_locks(keys=tx.held, args=[tx.token], client=pipe)
+            replies = pipe.execute(raise_on_error=False)
+        tx.held = []
+        if not tx.writes:
+            return None
+        reply = replies[0]
         if isinstance(reply, Exception):
             raise self._translate(reply, query)
         return reply
