@@ -503,10 +503,23 @@ def run_writers(store: GraphStore, project_id: str, writers: int, one_task: bool
     figures: writes, failed, retries (work run again), lock waits, missing
     and duplicated writes, events numbered other than 1..n."""
     history = ConversationHistory(store, project_id=project_id, agent_id="setup")
+    traces = DecisionTraces(store, project_id=project_id, agent_id="setup")
     tasks = ["one"] if one_task else [f"task-{n}" for n in range(writers)]
     for task in tasks:
         history.create_task(task, goal="stress")
         history.record_event(task, kind="note", payload="first")
+    # each statement the writers send, sent once first: Neo4j plans a new
+    # one for a second or more on a busy machine, which is not contention
+    for i in range(2):
+        history.record_event(tasks[0], kind="note", payload="warm", request_id=f"warm-e{i}")
+        traces.record_decision(
+            tasks[0],
+            choice_key=f"warm-{i}",
+            conclusion="yes",
+            rationale="warm",
+            supports=[{"kind": "event", "task_name": tasks[0], "seq": 1}],
+            request_id=f"warm-d{i}",
+        )
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     start = (ctx.Event(), ctx.Value("d", 0.0))
@@ -578,3 +591,41 @@ def test_concurrent_writers_never_fail_for_contention(store: GraphStore, project
     assert figures["failed"] == 0, figures
     assert figures["missing"] == figures["duplicated"] == figures["twice_found"] == 0, figures
     assert figures["misnumbered_tasks"] == 0, figures
+
+
+def test_the_race_compares_every_root_cause(store: GraphStore, project_id: str) -> None:
+    """More root causes in the queue than a page of them: each decision
+    flagged when recorded is a cause of its own, and a busy race leaves
+    hundreds. The 200 largest kept causes are then fewer than all the
+    causes counted (the race once failed so, "84 recording: causes
+    missing", with nothing drifted): the race compares each cause's kept
+    count instead, and here every one is exact."""
+    history = ConversationHistory(store, project_id=project_id, agent_id="setup")
+    graph = Graph(store, project_id=project_id, agent_id="setup")
+    traces = DecisionTraces(store, project_id=project_id, agent_id="setup")
+    history.create_task("shared", goal="causes")
+    graph.add("policy", POLICY)
+    cite = {"kind": "document", "evidence_id": graph.span_evidence_id("policy", 0, 27)}
+    (root,) = traces.load_decisions(
+        [{"task_name": "shared", "choice_key": "root", "conclusion": "Postgres", "rationale": "r", "supports": [cite]}]
+    )
+    assert _counters.top_causes(store, project_id, 10) == []  # nothing in the queue: nothing counted yet
+    graph.update("policy", POLICY + "\n\nRevised.")  # flags the root
+    built = traces.load_decisions(
+        [
+            {
+                "task_name": "shared",
+                "choice_key": f"on-root-{k}",
+                "conclusion": "a replica",
+                "rationale": "on the root",
+                "supports": [{"kind": "decision", "decision_id": str(root.id)}],
+            }
+            for k in range(230)
+        ]
+    )
+    causes = _direct_causes(store, project_id)
+    assert len(causes) == 231 and sum(n for cause, n in causes if cause.startswith("recording:")) == 230
+    assert {c for c, _n in causes} == {f"recording:{d.id}" for d in built} | {c for c, _n in causes[:1]}
+    assert _counters.top_causes(store, project_id, 200) == causes[:200] != causes  # a page, not all
+    checked, wrong = counter_mismatches(store, project_id, ["shared"])
+    assert checked > 231 and not wrong, wrong
