@@ -22,15 +22,32 @@ import argparse
 import time
 import uuid
 
-from tests.benchmarks import each_store
+from tests.benchmarks import TITLES, each_store
 
 
-def counters(backends: str, rounds: int, agents: int, seconds: float) -> int:
+def stores(backends: str, neo4j_url: str | None):  # type: ignore[no-untyped-def]
+    """Each backend's store, as ``each_store`` gives them; with
+    ``neo4j_url``, Neo4j is that server (one started beforehand: on a busy
+    machine the test server can take minutes to start)."""
+    if not neo4j_url:
+        yield from each_store(backends, prefix="reviewer-stress-")
+        return
+    from core.stores import open_store
+
+    for backend in [b.strip() for b in backends.split(",") if b.strip()]:
+        if backend == "neo4j":
+            with open_store(neo4j_url) as store:
+                yield TITLES[backend], store, neo4j_url
+        else:
+            yield from each_store(backend, prefix="reviewer-stress-")
+
+
+def counters(backends: str, rounds: int, agents: int, seconds: float, neo4j_url: str | None = None) -> int:
     from core import _counters
     from tests.core import test_concurrency as race
 
     bad = 0
-    for title, store, url in each_store(backends, prefix="reviewer-stress-"):
+    for title, store, url in stores(backends, neo4j_url):
         print(f"== {title}: {rounds} rounds, {agents} agents, {seconds:.0f} s each", flush=True)
         total = wrong_total = 0
         for n in range(rounds):
@@ -65,11 +82,11 @@ def counters(backends: str, rounds: int, agents: int, seconds: float) -> int:
     return bad
 
 
-def writers(backends: str, n: int, seconds: float) -> int:
+def writers(backends: str, n: int, seconds: float, neo4j_url: str | None = None) -> int:
     from tests.core import test_concurrency as race
 
     bad = 0
-    for title, store, _url in each_store(backends, prefix="reviewer-stress-"):
+    for title, store, _url in stores(backends, neo4j_url):
         for one_task in (False, True):
             project = f"stress-{uuid.uuid4().hex[:8]}"
             f = race.run_writers(store, project, n, one_task, seconds)
@@ -101,11 +118,13 @@ def main() -> None:
     b.add_argument("--writers", type=int, default=16)
     b.add_argument("--seconds", type=float, default=30.0)
     b.add_argument("--backends", default="falkordb,neo4j")
+    for p in (a, b):
+        p.add_argument("--neo4j-url", default=None, help="a Neo4j server started beforehand (else the test server)")
     args = parser.parse_args()
     if args.mode == "counters":
-        bad = counters(args.backends, args.rounds, args.agents, args.seconds)
+        bad = counters(args.backends, args.rounds, args.agents, args.seconds, args.neo4j_url)
     else:
-        bad = writers(args.backends, args.writers, args.seconds)
+        bad = writers(args.backends, args.writers, args.seconds, args.neo4j_url)
     raise SystemExit(1 if bad else 0)
 
 
