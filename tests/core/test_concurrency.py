@@ -591,6 +591,12 @@ def test_concurrent_writers_never_fail_for_contention(store: GraphStore, project
     assert figures["failed"] == 0, figures
     assert figures["missing"] == figures["duplicated"] == figures["twice_found"] == 0, figures
     assert figures["misnumbered_tasks"] == 0, figures
+    if not one_task:
+        # writers of other tasks touch nothing a unit read: it waits for
+        # the locks it shares with them (the counters'), never runs again
+        # because they committed (watching the whole graph, 16 writers ran
+        # 1,074 units again for 77 units)
+        assert figures["retries"] <= max(2, figures["units"] // 10), figures
 
 
 def test_the_race_compares_every_root_cause(store: GraphStore, project_id: str) -> None:
