@@ -8,8 +8,8 @@ the last queue position given (``last_pos``).
 
 They stay exact because every unit that reads one to rewrite it, or changes
 what one counts, first takes the lock of the project's ``ReviewQueue`` node
-(:func:`lock`): such units run one after the other. FalkorDB runs every unit
-of a project so anyway (WATCH); on Neo4j the node's write lock does it.
+(:func:`lock`): such units run one after the other (on FalkorDB a Redis
+lock key of the node, on Neo4j the node's write lock; docs/stores.md).
 """
 
 from __future__ import annotations

@@ -408,7 +408,9 @@ class ConversationHistory:
             query += " " + clause
             params.update(rq_params)
         try:
-            applied = self.store.execute(self.project_id, query + " RETURN $seq AS seq", {**params, "prev": prev})
+            applied = self.store.execute(
+                self.project_id, query + " RETURN $seq AS seq", {**params, "prev": prev}, guard=("Task", tid)
+            )
         except (GraphStoreConstraintViolationError, GraphStoreWriteConflictError):
             applied = []  # a racing writer took the number
         if applied:

@@ -148,9 +148,9 @@ class Tx:
     """
 
     writes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    #: Whether the units of a project already run as if one at a time
-    #: (FalkorDB's WATCH aborts a unit when anything in the graph changed);
-    #: elsewhere :meth:`lock_kept` serializes the units that need it.
+    #: Whether the units of a project already run as if one at a time (no
+    #: backend does: on each, :meth:`lock` and :meth:`lock_kept` serialize
+    #: the units that need it, and a unit reads committed data).
     serializable: bool = False
     #: reads this unit made (so :meth:`lock_kept` can tell whether any came
     #: before it), and the kept counters' node this unit has locked
@@ -171,15 +171,15 @@ class Tx:
 
     def lock_kept(self, label: str, node_id: str, project_id: str) -> bool:
         """Take the write lock of the node of a project's kept counters
-        (creating it, with only ``id`` and ``project_id``), once per unit.
+        (on Neo4j creating it, with only ``id`` and ``project_id``), once
+        per unit.
 
         Every unit that reads a kept counter or number to rewrite it, or
         changes what one counts, takes this lock before those reads, so such
-        units run one after the other on every backend (on FalkorDB they do
-        anyway). Returns True when this unit read something before the lock
-        on a backend where that read may since have been overtaken by a unit
-        that committed (Neo4j reads committed data): the caller reads it
-        again. Take it as a unit's first step where possible, so units take
+        units run one after the other on every backend. Returns True when
+        this unit read something before the lock: that read may since have
+        been overtaken by a unit that committed (every backend reads
+        committed data): the caller reads it again. Take it as a unit's first step where possible, so units take
         their locks in one order (this node, then tasks, decisions,
         documents) and rarely deadlock."""
         if self.serializable or self.kept_locked == node_id:
@@ -194,9 +194,10 @@ class Tx:
     def lock(self, label: str, node_id: str) -> None:
         """Serialize this unit against others that lock the same node.
 
-        FalkorDB units are already serialized by ``WATCH``; Neo4j takes a write
-        lock on the node so that a read-decide-write unit cannot interleave.
-        Call it before the reads that the decision depends on.
+        Neo4j takes a write lock on the node, FalkorDB a Redis lock key of
+        it, held until the unit commits, so that a read-decide-write unit
+        cannot interleave. Call it before the reads that the decision
+        depends on.
         """
         if self.writes:
             raise RuntimeError("lock before writing")
@@ -247,13 +248,24 @@ class GraphStore(ABC):
         """Run a unit of work; see the module docstring."""
 
     @abstractmethod
-    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+    def execute(
+        self,
+        project_id: str,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        guard: tuple[str, str] | None = None,
+    ) -> list[Row]:
         """One write statement, applied whole or not at all, with its rows.
 
         A fast path for writes that can check their own precondition in the
         statement (compare-and-set): no reads before it, one round trip.
         Uniqueness violations raise :class:`GraphStoreConstraintViolationError`
-        and are not retried here."""
+        and are not retried here. ``guard``: the node (label, id) a unit
+        locks to write what this statement compares: while a unit holds
+        that lock the statement is not applied (no rows, as when its
+        precondition fails), so it never takes what a unit read under the
+        lock (FalkorDB; Neo4j's statement locks the node itself)."""
 
     def write(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> None:
         """One write statement as a unit of its own."""

@@ -1,11 +1,16 @@
 """FalkorDB store: one graph per project, units of work under WATCH/MULTI/EXEC.
 
 FalkorDB runs each query atomically but has no multi-statement transaction.
-A unit of work therefore reads on a connection that ``WATCH``es the project's
-graph key, folds its writes into one statement (``w1 WITH count(*) AS _w0 w2``;
-one FalkorDB query is applied whole or, on any error, not at all), and sends
-it in ``MULTI``/``EXEC``. If any other client wrote to the graph in between,
-``EXEC`` aborts with nothing applied and the unit runs again.
+A unit of work folds its writes into one statement (``w1 WITH count(*) AS
+_w0 w2``; one FalkorDB query is applied whole or, on any error, not at all)
+and sends it in ``MULTI``/``EXEC``. What serializes read-decide-write units
+is the locks they take (``tx.lock``, ``tx.lock_kept``) before their reads,
+as on Neo4j: a Redis key per locked node (``SET NX PX``, a lease), held
+until the unit's ``EXEC`` has run. The commit ``WATCH``es the unit's lock
+keys and checks they are still its own, so a unit whose lease ran out
+(a unit stalled longer than ``LOCK_LEASE_MS``) applies nothing and runs
+again. A unit does not watch the project's graph: writers of other tasks
+and decisions never make it run again (docs/stores.md).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import random
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -62,6 +68,81 @@ _CONSTRAINT_WAIT_S = 30.0
 #: pass over the graph's nodes (about 20 ms at a million, more in a larger
 #: graph), paid by the request whose write crossed the mark.
 FOLD_LABELS_EVERY = 5_000
+
+#: The lock keys: ``reviewer-lock:<graph key>:<label>:<node id>``.
+LOCK_PREFIX = "reviewer-lock:"
+#: How long a lock lasts unless renewed: a process that died holding one
+#: holds it no longer. A unit renews its locks on each read once a third of
+#: this has passed, so only a unit that stalls this long loses them (its
+#: commit then applies nothing and it runs again).
+LOCK_LEASE_MS = 10_000
+#: How long a unit that holds no lock waits for one held by another unit
+#: (a live holder finishes in milliseconds; a dead one's lease ends first),
+#: then ``GraphStoreWriteConflictError``.
+LOCK_WAIT_S = 20.0
+#: How long a unit that already holds locks waits for another one before
+#: it lets go of them all and runs again: two units each waiting for the
+#: other's lock (taken in another order) cannot wait on each other for
+#: longer than this.
+LOCK_WAIT_HOLDING_S = 1.0
+#: Waiters for a lock take it in the order they came (a queue beside the
+#: lock key): one polling faster cannot overtake one that waits, so no
+#: unit waits while others keep taking the lock. A waiter that stopped
+#: polling for this long (its process died) loses its place.
+LOCK_WAITER_MS = 1_000
+# Lock keys are not written to the append-only file (``REPL_NONE``): a
+# server started again holds no locks, and no process of before holds a
+# connection its commit could use.
+_TAKE = """redis.set_repl(redis.REPL_NONE)
+local lock, queue, token = KEYS[1], KEYS[2], ARGV[1]
+local live = lock .. ':w:'
+local now = redis.call('TIME')
+local place = 0
+for _, waiter in ipairs(redis.call('ZRANGE', queue, 0, -1)) do
+  if waiter == token then break end
+  if redis.call('EXISTS', live .. waiter) == 1 then place = place + 1
+  else redis.call('ZREM', queue, waiter) end
+end
+if place == 0 and redis.call('SET', lock, token, 'NX', 'PX', ARGV[2]) then
+  redis.call('ZREM', queue, token)
+  redis.call('DEL', live .. token)
+  return -1
+end
+redis.call('ZADD', queue, 'NX', tonumber(now[1]) * 1000000 + tonumber(now[2]), token)
+redis.call('PEXPIRE', queue, ARGV[2])
+redis.call('SET', live .. token, 1, 'PX', ARGV[3])
+return place"""
+_LEAVE = """redis.set_repl(redis.REPL_NONE)
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('DEL', KEYS[1] .. ':w:' .. ARGV[1])
+return 0"""
+_RENEW = """redis.set_repl(redis.REPL_NONE)
+local n = 0
+for i, k in ipairs(KEYS) do
+  if redis.call('GET', k) == ARGV[1] then redis.call('PEXPIRE', k, ARGV[2]); n = n + 1 end
+end
+return n"""
+_RELEASE = """redis.set_repl(redis.REPL_NONE)
+local n = 0
+for i, k in ipairs(KEYS) do
+  if redis.call('GET', k) == ARGV[1] then redis.call('DEL', k); n = n + 1 end
+end
+return n"""
+
+
+def lock_key(graph_name: str, label: str, node_id: str) -> str:
+    return f"{LOCK_PREFIX}{graph_name}:{label}:{node_id}"
+
+
+class _LetGo(Exception):
+    """A unit holding locks waited too long for another: it lets go of
+    them and runs again."""
+
+
+class _LeaseLost(Exception):
+    """A unit's lock was no longer its own at commit: nothing applied."""
+
+
 _FOLD_LABELS = "MATCH (n) RETURN labels(n) AS labels LIMIT 1"
 
 
@@ -141,18 +222,25 @@ def _is_constraint_error(message: str) -> bool:
 
 
 class _FalkorTx(Tx):
-    def __init__(self, store: FalkorDBStore, pipe: Any, graph: Any) -> None:
-        super().__init__(serializable=True)
+    def __init__(self, store: FalkorDBStore, graph: Any) -> None:
+        super().__init__()
         self._store = store
-        self._pipe = pipe
         self._graph = graph
+        self.token = uuid.uuid4().hex
+        #: the lock keys this unit holds, in the order taken
+        self.held: list[str] = []
+        self.renewed = 0.0  # when they were last taken or renewed (monotonic)
 
     def _run_read(self, query: str, params: dict[str, Any]) -> list[Row]:
-        return self._store._run(self._pipe.execute_command, self._graph, query, params, read_only=True)
+        self._store._renew(self)
+        return self._store._run(self._store._redis.execute_command, self._graph, query, params, read_only=True)
 
     def _lock(self, label: str, node_id: str) -> None:
-        # WATCH on the graph key already serializes every unit of the project.
-        return None
+        self._store._take(self, lock_key(self._graph.name, label, node_id))
+
+    def _lock_kept(self, label: str, node_id: str, project_id: str) -> None:
+        # a key, not a node: the node is made by the first write that keeps a counter
+        self._store._take(self, lock_key(self._graph.name, label, node_id))
 
 
 class FalkorDBStore(GraphStore):
@@ -196,6 +284,15 @@ class FalkorDBStore(GraphStore):
         self._made_lock = threading.Lock()
         self._made: dict[str, int] = {}  # nodes made in each graph since this process last folded its labels
         self.label_reads = 0  # how many of those reads it sent
+        #: units run again (a lease lost, locks let go of), and locks that
+        #: were waited for, with the seconds waited: for benchmarks
+        self.unit_retries = 0
+        self.lock_waits = 0
+        self.lock_wait_s = 0.0
+        self._take_lock = self._redis.register_script(_TAKE)
+        self._leave_queue = self._redis.register_script(_LEAVE)
+        self._renew_locks = self._redis.register_script(_RENEW)
+        self._release_locks = self._redis.register_script(_RELEASE)
         self.ping()
 
     # -- plumbing ---------------------------------------------------------
@@ -284,9 +381,39 @@ class FalkorDBStore(GraphStore):
         graph = self._graph(project_id)
         return self._run(self._redis.execute_command, graph, query, params or {}, read_only=True)
 
-    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+    def execute(
+        self,
+        project_id: str,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        guard: tuple[str, str] | None = None,
+    ) -> list[Row]:
         graph = self._graph(project_id)
-        return self._run(self._redis.execute_command, graph, query, params or {}, read_only=False)
+        if guard is None:
+            return self._run(self._redis.execute_command, graph, query, params or {}, read_only=False)
+        # not while a unit holds the guard's lock (it read what this compares):
+        # watched, so a unit taking it meanwhile makes EXEC apply nothing
+        lock = lock_key(graph.name, check_identifier(guard[0]), guard[1])
+        text = params_header(params) + query if params else query
+        try:
+            with self._gate.query(graph.name), self._redis.pipeline(transaction=True) as pipe:
+                pipe.watch(lock)
+                if pipe.exists(lock):
+                    return []
+                pipe.multi()
+                pipe.execute_command("GRAPH.QUERY", graph.name, text, "--compact")
+                (reply,) = pipe.execute(raise_on_error=False)
+        except redis.WatchError:
+            return []
+        except redis.ConnectionError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
+        except redis.RedisError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+        if isinstance(reply, Exception):
+            raise self._translate(reply, query)
+        self._after_write(graph, reply)
+        return self._rows(graph, reply, query)
 
     def transact(
         self,
@@ -299,45 +426,119 @@ class FalkorDBStore(GraphStore):
         key = graph.name
         constraint_failures = 0
         for attempt in range(max_attempts):
+            tx = _FalkorTx(self, graph)
             try:
-                with self._gate.query(key), self._redis.pipeline(transaction=True) as pipe:
-                    pipe.watch(key)
-                    tx = _FalkorTx(self, pipe, graph)
+                with self._gate.query(key):
                     result = work(tx)
-                    if not tx.writes:
-                        # A unit that writes nothing answers from what it read:
-                        # valid only if nothing it watched changed meanwhile
-                        # (an empty MULTI/EXEC raises WatchError otherwise),
-                        # or a retry racing its first call reads the request
-                        # as new and the first call's decision as a refusal.
-                        pipe.multi()
-                        pipe.execute()
-                        return result
-                    query, params = combine_writes(tx.writes)
-                    text = params_header(params) + query if params else query
-                    pipe.multi()
-                    pipe.execute_command("GRAPH.QUERY", key, text, "--compact")
-                    (reply,) = pipe.execute(raise_on_error=False)
-                if isinstance(reply, Exception):
-                    raise self._translate(reply, query)
-                self._after_write(graph, reply)
+                    reply = self._commit(tx, key)
+                if reply is not None:
+                    self._after_write(graph, reply)
                 return result
-            except redis.WatchError:
-                # another writer touched the graph: nothing was applied, run again
+            except (_LetGo, _LeaseLost, redis.WatchError):
+                # nothing was applied: let go of the locks and run again
+                self._release(tx)
+                self.unit_retries += 1
                 time.sleep(random.uniform(0, min(0.002 * (attempt + 1), 0.05)))
                 continue
             except GraphStoreConstraintViolationError:
                 constraint_failures += 1
                 if constraint_failures > CONSTRAINT_RETRIES:
                     raise
+                self.unit_retries += 1
                 continue
             except redis.ConnectionError as exc:
                 raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
             except redis.RedisError as exc:
                 raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} failed: {exc}") from exc
+            finally:
+                self._release(tx)
         raise GraphStoreWriteConflictError(
-            f"gave up after {max_attempts} attempts: other writers kept changing project {project_id!r}"
+            f"gave up after {max_attempts} attempts: locks of project {project_id!r} kept being lost or contended"
         )
+
+    def _commit(self, tx: _FalkorTx, key: str) -> Any:
+        """Send the unit's writes in MULTI/EXEC, watching its lock keys and
+        checking they are still its own; the reply, None when the unit
+        wrote nothing. A unit that holds no lock and writes nothing sends
+        nothing: what it read was read in one statement or needs no lock
+        (as on Neo4j, where such a unit reads committed data)."""
+        if not tx.writes and not tx.held:
+            return None
+        with self._redis.pipeline(transaction=True) as pipe:
+            if tx.held:
+                pipe.watch(*tx.held)
+                owners = pipe.mget(tx.held)
+                if any((o.decode() if isinstance(o, bytes) else o) != tx.token for o in owners):
+                    raise _LeaseLost
+            pipe.multi()
+            query = ""
+            if tx.writes:
+                query, params = combine_writes(tx.writes)
+                text = params_header(params) + query if params else query
+                pipe.execute_command("GRAPH.QUERY", key, text, "--compact")
+            # the locks let go of in the same EXEC, after the write: no round
+            # trip of their own (a refusal or a replay, answered from reads
+            # made under its locks, sends this alone: they held to the end)
+            if tx.held:
+                self._release_locks(keys=tx.held, args=[tx.token], client=pipe)
+            replies = pipe.execute(raise_on_error=False)
+        tx.held = []
+        if not tx.writes:
+            return None
+        reply = replies[0]
+        if isinstance(reply, Exception):
+            raise self._translate(reply, query)
+        return reply
+
+    def _take(self, tx: _FalkorTx, lock: str) -> None:
+        """Take one lock for the unit, waiting in turn while other units
+        hold it or wait for it first (see ``LOCK_WAIT_S``,
+        ``LOCK_WAIT_HOLDING_S`` and ``LOCK_WAITER_MS``)."""
+        if lock in tx.held:
+            return
+        started = time.monotonic()
+        deadline = started + (LOCK_WAIT_HOLDING_S if tx.held else LOCK_WAIT_S)
+        keys = [lock, lock + ":q"]
+        waited = False
+        try:
+            while True:
+                place = self._take_lock(keys=keys, args=[tx.token, LOCK_LEASE_MS, LOCK_WAITER_MS])
+                if place < 0:
+                    break
+                waited = True
+                if time.monotonic() > deadline:
+                    self._leave_queue(keys=keys, args=[tx.token])
+                    if tx.held:
+                        raise _LetGo(lock)
+                    raise GraphStoreWriteConflictError(
+                        f"a lock of FalkorDB at {redact_url(self.url)} stayed taken for {LOCK_WAIT_S:.0f} s ({lock})"
+                    )
+                # the next in line looks often; the others as their place says
+                time.sleep(random.uniform(0.0005, 0.001) * (1 + min(place, 20) * 2))
+        except redis.ConnectionError as exc:
+            raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
+        finally:
+            if waited:
+                self.lock_waits += 1
+                self.lock_wait_s += time.monotonic() - started
+        if not tx.held:
+            tx.renewed = time.monotonic()
+        tx.held.append(lock)
+
+    def _renew(self, tx: _FalkorTx) -> None:
+        """Renew the unit's leases once a third of one has passed."""
+        if tx.held and time.monotonic() - tx.renewed > LOCK_LEASE_MS / 3000:
+            self._renew_locks(keys=tx.held, args=[tx.token, LOCK_LEASE_MS])
+            tx.renewed = time.monotonic()
+
+    def _release(self, tx: _FalkorTx) -> None:
+        if not tx.held:
+            return
+        held, tx.held = tx.held, []
+        try:
+            self._release_locks(keys=held, args=[tx.token])
+        except redis.RedisError:
+            pass  # their leases end them
 
     def ensure_schema(self, project_id: str, schema: Schema) -> None:
         if (project_id, schema) in self._schema_done:

@@ -250,7 +250,14 @@ class Neo4jStore(GraphStore):
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
 
-    def execute(self, project_id: str, query: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+    def execute(
+        self,
+        project_id: str,
+        query: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        guard: tuple[str, str] | None = None,  # the statement takes its node's lock itself
+    ) -> list[Row]:
         try:
             with self._session(write=True) as session, session.begin_transaction() as tx:
                 rows = [_plain_row(r) for r in tx.run(query, dict(params or {}))]
