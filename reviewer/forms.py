@@ -190,7 +190,7 @@ WRITE_ERRORS: dict[WriteErrorCode, str] = {
     WriteErrorCode.supersede_target_invalid: (
         "Someone already superseded or rejected this decision; it is no longer active."
     ),
-    WriteErrorCode.explanation_required: "Say why: the explanation or the reason must not be blank.",
+    WriteErrorCode.explanation_required: "Explain why: an explanation or a reason must not be blank.",
     WriteErrorCode.support_malformed: "A support is not a valid evidence id or decision id.",
     WriteErrorCode.support_not_fetched: "A cited passage could not be read in full.",
     WriteErrorCode.support_out_of_scope: "A support lies outside this project.",
