@@ -240,11 +240,15 @@ class DocumentPage(_View):
 
     info: DocumentInfo
     versions: list[VersionCiters]
-    #: the current text, or None once the document is deleted (and on a
-    #: page of one version's citers)
+    #: a window of the current text (``TEXT_WINDOW`` characters from
+    #: ``text_from``), or None once the document is deleted (and on a page of
+    #: one version's citers): the page does not grow with the document
     text: str | None
     paged: int | None = None
     before: int | None = None
+    text_from: int = 0
+    #: the current text's whole length
+    text_length: int = 0
 
 
 class RedactionPreview(_View):
@@ -537,7 +541,12 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
 
     # -- documents and events ------------------------------------------------------
 
-    def document_page(self, key: str, *, version: int | None = None, before: int | None = None) -> DocumentPage | None:
+    #: characters of a document's current text its page shows at once
+    TEXT_WINDOW = 20_000
+
+    def document_page(
+        self, key: str, *, version: int | None = None, before: int | None = None, text_from: int = 0
+    ) -> DocumentPage | None:
         """None when there is no such document (or no such ``version``).
         Every version with its newest ``VERSION_CITERS`` citers, or with
         ``version`` that version's alone, ``CITERS_PAGE`` of them placed
@@ -575,8 +584,12 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             if not sections:
                 return None
             return DocumentPage(info=info, versions=sections, text=None, paged=version, before=before)
-        text = self.graph.version_text(key, info.activation_seq) if info.live else None
-        return DocumentPage(info=info, versions=sections, text=text)
+        whole = self.graph.version_text(key, info.activation_seq) if info.live else None
+        if whole is None:
+            return DocumentPage(info=info, versions=sections, text=None)
+        start = min(max(0, text_from), max(0, len(whole) - 1))
+        window = whole[start : start + self.TEXT_WINDOW]
+        return DocumentPage(info=info, versions=sections, text=window, text_from=start, text_length=len(whole))
 
     def redaction_preview(self, event_id: Any) -> RedactionPreview | None:
         """The event ``event_id`` names in this project, or None."""

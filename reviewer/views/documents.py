@@ -20,7 +20,8 @@ def document(request: HttpRequest, project: str) -> HttpResponse:
     key = document_from_query(p.graph, request.GET)  # by id: a key too long for a URL
     version = _int(request.GET.get("version"), 0, minimum=0) or None
     before = _int(request.GET.get("before"), 0, minimum=0) or None
-    page = p.views.document_page(key, version=version, before=before)
+    text_from = _int(request.GET.get("from"), 0, minimum=0)
+    page = p.views.document_page(key, version=version, before=before, text_from=text_from)
     if page is None:
         raise Http404("no such document")
     context = {
@@ -30,5 +31,9 @@ def document(request: HttpRequest, project: str) -> HttpResponse:
         "paged": page.paged,
         "before": page.before,
         "page_size": p.views.CITERS_PAGE,
+        "text_from": page.text_from,
+        "text_to": page.text_from + len(page.text or ""),
+        "text_length": page.text_length,
+        "text_earlier": max(0, page.text_from - p.views.TEXT_WINDOW) if page.text_from else None,
     }
     return render(request, "reviewer/document.html", context)

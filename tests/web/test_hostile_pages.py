@@ -68,6 +68,14 @@ def test_the_pages_of_a_hostile_data_set_stay_small_and_fast(story: Story, hosti
     assert 'class="pick-text"' in widened and len(widened.encode()) < MB and spent < BUDGET
     offset = int(re.search(r'data-offset="(\d+)"', widened).group(1))
     assert offset > 0  # the window starts inside the text: the picker counts from there
+    # the document page shows a window of its current text, and pages through the rest
+    document, spent = timed(reviewer, f"{base}/document/?key=long-0")
+    assert len(document.encode()) < MB and spent < BUDGET
+    assert "Characters 1–20000 of 1900000" in document
+    later = re.findall(r'href="([^"]+from=20000[^"]*)"', document)
+    assert later, "the document page links to its later text"
+    window, spent = timed(reviewer, later[0].replace("&amp;", "&"))
+    assert "Characters 20001–40000 of 1900000" in window and len(window.encode()) < MB
 
 
 def test_reaffirming_a_hostile_decision_from_the_queue_is_fast(story: Story, hostile: Hostile, as_: Any) -> None:
