@@ -1,0 +1,233 @@
+"""The other events of a project that hold the text a redaction removes.
+
+A redaction blanks one event; a later tool result that quoted it keeps the
+words. The redaction preview lists the events whose body contains the
+redacted text whole, or a run of ``RUN`` characters or more of it, so the
+steward can redact them in the same action.
+
+Bodies are encrypted at rest, so no index can hold their words: the search
+reads and unseals them here, a page of ``PAGE`` at a time (fetched by their
+derived ids, as ``list_events`` does), the redacted event's own task first
+(the events after it, then before it), then the other tasks, newest first.
+It stops after ``SCAN_EVENTS`` events or ``SCAN_CHARS`` characters of text,
+and says so (``capped``): what it costs is bounded whatever the project's
+size.
+
+Finding a run of 40 without comparing every window: every run of 39 or more
+characters of a body covers one of the body page's fixed 20-character chunks
+(the page's bodies joined, cut every 20 characters). So the chunks that are
+also among the redacted text's 20-character windows (one set intersection,
+in C) name the only places a run can be; each is then checked exactly
+against the text's 40-character windows. Nothing is computed ahead or kept:
+the windows live for one request.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Iterator
+from itertools import islice
+from typing import Any
+
+from . import _common as c
+from ._workbench import _View
+from .stores.base import GraphStore
+from .stores.keystore import UNREADABLE, open_bodies
+
+__all__ = ["CopySearch", "EventCopy", "find_copies"]
+
+#: a run of the redacted text this long or longer in another body is a copy
+RUN = 40
+#: copies listed (and redacted at most in one action); more are counted
+SHOWN = 50
+#: the scan stops after this many events or characters of their text
+SCAN_EVENTS = 10_000
+SCAN_CHARS = 6_000_000
+#: events read and unsealed per round trip
+PAGE = 1_000
+#: other tasks looked at, newest first
+TASKS = 2_000
+#: characters of context each side of a copy's match on the page
+CONTEXT = 80
+
+_CHUNK = RUN // 2  # 20: a run of 2 * 20 - 1 covers a whole chunk
+_SEP = "\x00"
+_CHUNKS = re.compile("(?s).{" + str(_CHUNK) + "}")
+
+
+class EventCopy(_View):
+    """An event whose body holds the redacted text (``whole``) or a run of
+    it; ``before`` + ``match`` + ``after`` is a window of its body around
+    the first place found."""
+
+    event_id: str
+    task_name: str
+    seq: int
+    kind: str
+    whole: bool
+    before: str
+    match: str
+    after: str
+
+
+class CopySearch(_View):
+    """What the search found: ``copies`` (at most ``SHOWN``, in the order
+    scanned), ``more`` found past them; ``scanned`` of the project's
+    ``total`` events, ``capped`` when it stopped before the end."""
+
+    copies: list[EventCopy] = []
+    more: int = 0
+    scanned: int = 0
+    total: int = 0
+    capped: bool = False
+    run: int = RUN
+    shown: int = SHOWN
+
+
+class _Matcher:
+    """Where ``text`` (whole, or a run of ``RUN`` or more of it) is in a
+    page of bodies."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.long = len(text) >= RUN
+        if self.long:
+            self.chunks = {text[i : i + _CHUNK] for i in range(len(text) - _CHUNK + 1)}
+            self.runs = {text[i : i + RUN] for i in range(len(text) - RUN + 1)}
+
+    def find(self, bodies: list[str]) -> dict[int, tuple[int, int, bool]]:
+        """Index of each body that holds a copy -> (start, end, whole) of
+        the first place found."""
+        haystack = _SEP.join(bodies)
+        starts = [0]
+        for body in bodies[:-1]:
+            starts.append(starts[-1] + len(body) + 1)
+        found: dict[int, tuple[int, int, bool]] = {}
+        if not self.long:
+            for at in _occurrences(haystack, self.text):
+                i = bisect_right(starts, at) - 1
+                if i not in found and at - starts[i] + len(self.text) <= len(bodies[i]):
+                    found[i] = (at - starts[i], at - starts[i] + len(self.text), True)
+            return found
+        for chunk in self.chunks.intersection(_CHUNKS.findall(haystack)):
+            for at in _occurrences(haystack, chunk):
+                i = bisect_right(starts, at) - 1
+                if i not in found:
+                    place = self._run_at(bodies[i], at - starts[i])
+                    if place is not None:
+                        found[i] = place
+        return found
+
+    def _run_at(self, body: str, q: int) -> tuple[int, int, bool] | None:
+        """A run of ``RUN`` or more of the text that covers ``body[q:q+20]``:
+        it starts at most 20 characters before ``q``."""
+        for r in range(max(0, q - _CHUNK), min(q, len(body) - RUN) + 1):
+            if body[r : r + RUN] in self.runs:
+                whole = body.find(self.text)
+                if whole >= 0:
+                    return whole, whole + len(self.text), True
+                p = self.text.find(body[r : r + RUN])
+                end = r + RUN
+                while end < len(body) and p + end - r < len(self.text) and body[end] == self.text[p + end - r]:
+                    end += 1
+                while r > 0 and p > 0 and body[r - 1] == self.text[p - 1]:
+                    r, p = r - 1, p - 1
+                return r, end, False
+        return None
+
+
+def _occurrences(haystack: str, needle: str) -> Iterator[int]:
+    at = haystack.find(needle)
+    while at >= 0:
+        yield at
+        at = haystack.find(needle, at + 1)
+
+
+def find_copies(
+    store: GraphStore,
+    project_id: str,
+    *,
+    event_id: str,
+    task_id: str,
+    seq: int,
+    text: str,
+    scan_events: int | None = None,
+    scan_chars: int | None = None,
+) -> CopySearch:
+    """The events of ``project_id`` other than ``seq`` of ``task_id`` whose
+    body holds ``text`` or a run of ``RUN`` of it. None for an empty text,
+    or one already redacted or unreadable. ``scan_events``,
+    ``scan_chars``: the caps (``SCAN_EVENTS``, ``SCAN_CHARS``)."""
+    scan_events = SCAN_EVENTS if scan_events is None else scan_events
+    scan_chars = SCAN_CHARS if scan_chars is None else scan_chars
+    total = store.read(
+        project_id,
+        "MATCH (t:Task) WHERE t.project_id = $p RETURN sum(coalesce(t.event_seq, 0)) AS n",
+        {"p": project_id},
+    )[0]["n"]
+    if not text.strip() or text in ("[REDACTED]", UNREADABLE):
+        return CopySearch(total=total)
+    tasks = store.read(
+        project_id,
+        "MATCH (t:Task {id: $own}) RETURN t.id AS id, t.name AS name, t.event_seq AS last",
+        {"own": task_id},
+    )
+    tasks += store.read(  # the newest first
+        project_id,
+        "MATCH (t:Task) WHERE t.project_id = $p AND t.id <> $own AND t.event_seq > 0 "
+        "WITH t ORDER BY t.created_at DESC, t.id LIMIT $n RETURN t.id AS id, t.name AS name, t.event_seq AS last",
+        {"p": project_id, "own": task_id, "n": TASKS + 1},
+    )
+    capped = len(tasks) > TASKS + 1
+
+    def order() -> Iterator[tuple[str, str, int]]:
+        for t in tasks[: TASKS + 1]:
+            if t["id"] == task_id:
+                seqs: Any = (*range(seq + 1, (t["last"] or 0) + 1), *range(seq - 1, 0, -1))
+            else:
+                seqs = range(t["last"], 0, -1)
+            for n in seqs:
+                yield t["id"], t["name"], n
+
+    matcher = _Matcher(text)
+    copies: list[EventCopy] = []
+    more = scanned = chars = 0
+    events = order()
+    while True:
+        if scanned >= scan_events or chars >= scan_chars:
+            capped = capped or next(events, None) is not None
+            break
+        page = list(islice(events, min(PAGE, scan_events - scanned)))
+        if not page:
+            break
+        ids = {c.event_id(tid, n): name for tid, name, n in page}
+        rows = store.read(
+            project_id,
+            "UNWIND $ids AS id MATCH (e:Event {id: id}) WHERE e.redacted_at IS NULL "
+            "RETURN e.id AS id, e.seq AS seq, e.kind AS kind, e.payload AS payload, "
+            "e.payload_ct AS payload_ct, e.key_slot AS key_slot",
+            {"ids": list(ids)},
+        )
+        scanned += len(page)
+        rows = [r for r in open_bodies(store, rows) if r["payload"] and r["payload"] != UNREADABLE]
+        bodies = [r["payload"] for r in rows]
+        chars += sum(map(len, bodies))
+        for i, (start, end, whole) in sorted(matcher.find(bodies).items()):
+            if len(copies) >= SHOWN:
+                more += 1
+                continue
+            body = bodies[i]
+            copies.append(
+                EventCopy(
+                    event_id=rows[i]["id"],
+                    task_name=ids[rows[i]["id"]],
+                    seq=rows[i]["seq"],
+                    kind=rows[i]["kind"],
+                    whole=whole,
+                    before=("…" if start > CONTEXT else "") + body[max(0, start - CONTEXT) : start],
+                    match=body[start:end],
+                    after=body[end : end + CONTEXT] + ("…" if end + CONTEXT < len(body) else ""),
+                )
+            )
+    return CopySearch(copies=copies, more=more, scanned=scanned, total=total, capped=capped)
