@@ -6,8 +6,7 @@ redacted text whole, or a run of ``RUN`` characters or more of it, so the
 steward can redact them in the same action.
 
 Bodies are encrypted at rest, so no index can hold their words: the search
-reads and unseals them here, a page of ``PAGE`` at a time (fetched by their
-derived ids, as ``list_events`` does), the redacted event's own task first
+reads and unseals them here, a page of ``PAGE`` at a time (a range of numbers of each task, by the index of its events), the redacted event's own task first
 (the events after it, then before it), then the other tasks, newest first.
 It stops after ``SCAN_EVENTS`` events or ``SCAN_CHARS`` characters of text,
 and says so (``capped``): what it costs is bounded whatever the project's
@@ -27,10 +26,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Iterator
-from itertools import islice
-from typing import Any
 
-from . import _common as c
 from ._workbench import _View
 from .stores.base import GraphStore
 from .stores.keystore import UNREADABLE, open_bodies
@@ -43,7 +39,7 @@ RUN = 40
 SHOWN = 50
 #: the scan stops after this many events or characters of their text
 SCAN_EVENTS = 10_000
-SCAN_CHARS = 6_000_000
+SCAN_CHARS = 4_000_000
 #: events read and unsealed per round trip
 PAGE = 1_000
 #: other tasks looked at, newest first
@@ -181,35 +177,41 @@ def find_copies(
     )
     capped = len(tasks) > TASKS + 1
 
-    def order() -> Iterator[tuple[str, str, int]]:
-        for t in tasks[: TASKS + 1]:
-            if t["id"] == task_id:
-                seqs: Any = (*range(seq + 1, (t["last"] or 0) + 1), *range(seq - 1, 0, -1))
-            else:
-                seqs = range(t["last"], 0, -1)
-            for n in seqs:
-                yield t["id"], t["name"], n
-
+    names = {t["id"]: t["name"] for t in tasks}
+    spans: list[tuple[str, int, int]] = []  # (task id, first seq, last seq), in the order searched
+    for t in tasks[: TASKS + 1]:
+        if t["id"] == task_id:
+            spans += [(task_id, seq + 1, t["last"] or 0), (task_id, 1, seq - 1)]
+        else:
+            spans.append((t["id"], 1, t["last"]))
+    spans = [s for s in spans if s[2] >= s[1]]
     matcher = _Matcher(text)
     copies: list[EventCopy] = []
     more = scanned = chars = 0
-    events = order()
-    while True:
+    while spans:
         if scanned >= scan_events or chars >= scan_chars:
-            capped = capped or next(events, None) is not None
+            capped = True
             break
-        page = list(islice(events, min(PAGE, scan_events - scanned)))
-        if not page:
-            break
-        ids = {c.event_id(tid, n): name for tid, name, n in page}
+        page, room = [], min(PAGE, scan_events - scanned)
+        while spans and room:  # the next PAGE events, a span cut where the page ends
+            tid, lo, hi = spans[0]
+            take = min(room, hi - lo + 1)
+            page.append({"t": tid, "lo": lo, "hi": lo + take - 1, "i": len(page)})
+            spans[0] = (tid, lo + take, hi)
+            if lo + take > hi:
+                spans.pop(0)
+            room -= take
+            scanned += take
+        # by each task's index, numbers filtered: a page reads its own events, not by one id each
         rows = store.read(
             project_id,
-            "UNWIND $ids AS id MATCH (e:Event {id: id}) WHERE e.redacted_at IS NULL "
-            "RETURN e.id AS id, e.seq AS seq, e.kind AS kind, e.payload AS payload, "
+            "UNWIND $page AS s MATCH (e:Event {task_id: s.t}) "
+            "WHERE e.seq >= s.lo AND e.seq <= s.hi AND e.redacted_at IS NULL "
+            "RETURN s.i AS i, e.id AS id, e.seq AS seq, e.kind AS kind, e.payload AS payload, "
             "e.payload_ct AS payload_ct, e.key_slot AS key_slot",
-            {"ids": list(ids)},
+            {"page": page},
         )
-        scanned += len(page)
+        rows.sort(key=lambda r: (r["i"], r["seq"]))
         rows = [r for r in open_bodies(store, rows) if r["payload"] and r["payload"] != UNREADABLE]
         bodies = [r["payload"] for r in rows]
         chars += sum(map(len, bodies))
@@ -221,7 +223,7 @@ def find_copies(
             copies.append(
                 EventCopy(
                     event_id=rows[i]["id"],
-                    task_name=ids[rows[i]["id"]],
+                    task_name=names[page[rows[i]["i"]]["t"]],
                     seq=rows[i]["seq"],
                     kind=rows[i]["kind"],
                     whole=whole,
