@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
 
 from ._workbench import _View
 from .stores.base import GraphStore
@@ -40,6 +39,9 @@ SHOWN = 50
 #: the scan stops after this many events or characters of their text
 SCAN_EVENTS = 10_000
 SCAN_CHARS = 4_000_000
+#: steps of checking places (``_Matcher.find``) before the scan stops: a
+#: text and bodies built to share many short pieces and no run cost no more
+WORK = 300_000
 #: events read and unsealed per round trip
 PAGE = 1_000
 #: other tasks looked at, newest first
@@ -91,34 +93,56 @@ class _Matcher:
         if self.long:
             self.chunks = {text[i : i + _CHUNK] for i in range(len(text) - _CHUNK + 1)}
             self.runs = {text[i : i + RUN] for i in range(len(text) - RUN + 1)}
+        self.work = 0
 
     def find(self, bodies: list[str]) -> dict[int, tuple[int, int, bool]]:
         """Index of each body that holds a copy -> (start, end, whole) of
-        the first place found."""
+        the first place found. Each occurrence costs a step of ``work``;
+        a body found is left at once, and no place of a body is checked
+        twice, so a page costs at most about its length in steps, whatever
+        its text; the caller stops when ``work`` passes its budget."""
         haystack = _SEP.join(bodies)
         starts = [0]
-        for body in bodies[:-1]:
+        for body in bodies:
             starts.append(starts[-1] + len(body) + 1)
         found: dict[int, tuple[int, int, bool]] = {}
         if not self.long:
-            for at in _occurrences(haystack, self.text):
+            at = haystack.find(self.text)
+            while at >= 0:
+                self.work += 1
                 i = bisect_right(starts, at) - 1
-                if i not in found and at - starts[i] + len(self.text) <= len(bodies[i]):
+                if at - starts[i] + len(self.text) <= len(bodies[i]):
                     found[i] = (at - starts[i], at - starts[i] + len(self.text), True)
+                    at = haystack.find(self.text, starts[i + 1])
+                else:  # (a text holding the separator, across two bodies)
+                    at = haystack.find(self.text, at + 1)
             return found
+        checked: dict[int, set[int]] = {}
         for chunk in self.chunks.intersection(_CHUNKS.findall(haystack)):
-            for at in _occurrences(haystack, chunk):
+            at = haystack.find(chunk)
+            while at >= 0:
                 i = bisect_right(starts, at) - 1
                 if i not in found:
-                    place = self._run_at(bodies[i], at - starts[i])
+                    place = self._run_at(bodies[i], at - starts[i], checked.setdefault(i, set()))
                     if place is not None:
                         found[i] = place
+                if i in found:
+                    at = haystack.find(chunk, starts[i + 1])
+                else:
+                    at = haystack.find(chunk, at + 1)
+                if self.work > WORK:
+                    return found
         return found
 
-    def _run_at(self, body: str, q: int) -> tuple[int, int, bool] | None:
+    def _run_at(self, body: str, q: int, checked: set[int]) -> tuple[int, int, bool] | None:
         """A run of ``RUN`` or more of the text that covers ``body[q:q+20]``:
         it starts at most 20 characters before ``q``."""
+        self.work += 1
         for r in range(max(0, q - _CHUNK), min(q, len(body) - RUN) + 1):
+            if r in checked:
+                continue
+            checked.add(r)
+            self.work += 1
             if body[r : r + RUN] in self.runs:
                 whole = body.find(self.text)
                 if whole >= 0:
@@ -131,13 +155,6 @@ class _Matcher:
                     r, p = r - 1, p - 1
                 return r, end, False
         return None
-
-
-def _occurrences(haystack: str, needle: str) -> Iterator[int]:
-    at = haystack.find(needle)
-    while at >= 0:
-        yield at
-        at = haystack.find(needle, at + 1)
 
 
 def find_copies(
@@ -189,7 +206,7 @@ def find_copies(
     copies: list[EventCopy] = []
     more = scanned = chars = 0
     while spans:
-        if scanned >= scan_events or chars >= scan_chars:
+        if scanned >= scan_events or chars >= scan_chars or matcher.work > WORK:
             capped = True
             break
         page, room = [], min(PAGE, scan_events - scanned)
@@ -215,7 +232,10 @@ def find_copies(
         rows = [r for r in open_bodies(store, rows) if r["payload"] and r["payload"] != UNREADABLE]
         bodies = [r["payload"] for r in rows]
         chars += sum(map(len, bodies))
-        for i, (start, end, whole) in sorted(matcher.find(bodies).items()):
+        places = matcher.find(bodies)
+        if matcher.work > WORK:
+            capped = True  # (the page searched in part: what it found is listed)
+        for i, (start, end, whole) in sorted(places.items()):
             if len(copies) >= SHOWN:
                 more += 1
                 continue

@@ -100,3 +100,19 @@ def test_a_purge_round_records_what_it_verified(store: GraphStore, project_id: s
         assert report.files["checkpoint"] is False  # the test server is Community
         bound = entry.disk.bound or ""
         assert "db.tx_log.rotation.size " in bound and "db.tx_log.rotation.retention_policy " in bound
+
+
+def test_a_text_built_to_share_pieces_and_no_run_costs_a_bounded_search(store: GraphStore, project_id: str) -> None:
+    """Bodies of 32,000 characters that hold every 20-character piece of the
+    text at every place and never a run of 40: the checks are counted and
+    the search stops at its budget, saying so."""
+    import time
+
+    history = ConversationHistory(store, project_id=project_id, agent_id="a")
+    history.create_task("t", goal="g")
+    history.record_event("t", kind="message", payload=("x" * 20 + "y") * 1500)
+    history.load_events("t", [{"kind": "note", "payload": "x" * 32_000} for _ in range(30)])
+    start = time.perf_counter()
+    found = _preview(store, project_id, "t", 1)
+    assert time.perf_counter() - start < 30  # well under a second on a quiet machine
+    assert found.copies == [] and found.capped and found.scanned < 31
