@@ -12,8 +12,13 @@ removed. A purge round, for the whole store:
 4. rewrites the store's files (``core.stores.purge``), which starts after
    step 1, so it covers everything step 1 read;
 5. marks exactly the entries of step 1 (and their events) done, with the
-   time. A redaction that arrived during the round stays pending and is
-   covered by the next one.
+   time and what step 4 verified (``purge_verified``: ``files_rewritten``
+   when the store's files were rewritten without them, FalkorDB;
+   ``key_destroyed`` when only the key's destruction is certain, Neo4j,
+   whose transaction log keeps the ciphertext until it rotates: the
+   settings that bound that, as the server reported them, in
+   ``purge_bound``). A redaction that arrived during the round stays
+   pending and is covered by the next one.
 
 The pending state lives in the graph, so it survives any crash: a round run
 after a restart completes it. Who runs rounds, in a background thread of the
@@ -56,6 +61,19 @@ class PurgeReport:
     at: str | None = None
     files: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, Any] = field(default_factory=dict)  # what the key store did with its files
+    #: what the round verified: "files_rewritten" or "key_destroyed"
+    verified: str | None = None
+    #: Neo4j: the settings that bound how long the transaction log keeps
+    #: the ciphertext ("name value; name value")
+    bound: str | None = None
+
+
+def verified_by(files: dict[str, Any]) -> tuple[str, str | None]:
+    """What a ``purge_files`` outcome verified, and what bounds the rest."""
+    if files.get("rewritten"):
+        return "files_rewritten", None
+    tx_log = files.get("tx_log") or {}
+    return "key_destroyed", "; ".join(f"{k} {v}" for k, v in sorted(tx_log.items(), reverse=True)) or None
 
 
 def pending_count(store: GraphStore) -> int:
@@ -92,25 +110,34 @@ def purge_round(store: GraphStore) -> PurgeReport:
     from .stores.purge import purge_files
 
     report.files = purge_files(store)
+    report.verified, report.bound = verified_by(report.files)
     at = c.iso(c.now())
+    said = {"at": at, "v": report.verified, "b": report.bound}
     for p, rows in covered.items():
         store.write(
             p,
-            "UNWIND $ids AS id MATCH (a:Activity {id: id}) SET a.purge = 'done', a.purged_at = $at",
-            {"ids": [r["id"] for r in rows], "at": at},
+            "UNWIND $ids AS id MATCH (a:Activity {id: id}) "
+            "SET a.purge = 'done', a.purged_at = $at, a.purge_verified = $v, a.purge_bound = $b",
+            {"ids": [r["id"] for r in rows], **said},
         )
         events = [r["target"] for r in rows if r["kind"] == "event"]
         if events:
             store.write(
-                p, "UNWIND $ids AS id MATCH (e:Event {id: id}) SET e.purged_at = $at", {"ids": events, "at": at}
+                p,
+                "UNWIND $ids AS id MATCH (e:Event {id: id}) "
+                "SET e.purged_at = $at, e.purge_verified = $v, e.purge_bound = $b",
+                {"ids": events, **said},
             )
         report.covered += len(rows)
     report.at = at
     report.seconds = time.perf_counter() - start
     log.info(
-        "disk purge: %d redactions/deletions covered, %d keys destroyed, in %.1f s",
+        "disk purge: %d redactions/deletions covered, %d keys destroyed, %s, in %.1f s",
         report.covered,
         report.slots,
+        "the store's files rewritten"
+        if report.verified == "files_rewritten"
+        else f"the keys destroyed; the transaction log keeps the ciphertext until it rotates ({report.bound})",
         report.seconds,
     )
     return report
@@ -138,17 +165,19 @@ def _scrub_requests(store: GraphStore, project_id: str) -> int:
     return len(rows)
 
 
-def event_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, str | None]:
-    """For redacted events: when the store's files were purged of them (ISO
-    time), or None while that is pending."""
+def event_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """For redacted events: when a purge round covered them (``at``, an ISO
+    time, None while pending), what it verified and what bounds the rest
+    (``verified``, ``bound``: as on ``PurgeReport``)."""
     if not event_ids:
         return {}
     rows = store.read(
         project_id,
-        "UNWIND $ids AS id MATCH (e:Event {id: id}) RETURN e.id AS id, e.purged_at AS at",
+        "UNWIND $ids AS id MATCH (e:Event {id: id}) "
+        "RETURN e.id AS id, e.purged_at AS at, e.purge_verified AS verified, e.purge_bound AS bound",
         {"ids": event_ids},
     )
-    return {r["id"]: r["at"] for r in rows}
+    return {r.pop("id"): r for r in rows}
 
 
 class Purger:

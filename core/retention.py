@@ -21,6 +21,8 @@ from .models.decision import ReviewReason
 from .models.retention import (
     ActivityEntry,
     ActorKind,
+    DiskPurge,
+    DiskState,
     RetentionErrorCode,
     RetentionResult,
     TaskDeletionPreview,
@@ -28,7 +30,15 @@ from .models.retention import (
 from .stores.base import GraphStore, Tx
 from .stores.keystore import keys_of, parse_ranges, slot_ranges
 
-__all__ = ["REDACTED", "ActivityLog", "HistoryRetention", "disk_purge_states", "purge_disk_soon"]
+__all__ = [
+    "REDACTED",
+    "ActivityLog",
+    "HistoryRetention",
+    "disk_pending",
+    "disk_purge_states",
+    "disk_state",
+    "purge_disk_soon",
+]
 
 #: The body of a redacted event.
 REDACTED = "[REDACTED]"
@@ -339,7 +349,15 @@ class ActivityLog:
     def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
         """Newest first. ``before``: ``cursor(last entry)`` of the previous
         page (an ISO time alone is taken too: the entries before that time)."""
-        return [ActivityEntry.model_validate(r) for r in self._rows(before, limit, action)]
+        return [self._entry(r) for r in self._rows(before, limit, action)]
+
+    def _entry(self, row: dict[str, Any]) -> ActivityEntry:
+        verified, bound = row.pop("purge_verified", None), row.pop("purge_bound", None)
+        entry = ActivityEntry.model_validate(row)
+        if entry.disk_purge is None:
+            return entry
+        disk = disk_state(self.store, entry.disk_purged_at if entry.disk_purge == "done" else None, verified, bound)
+        return entry.model_copy(update={"disk": disk})
 
     def list_with_links(
         self, *, before: str | None = None, limit: int = 50, action: str | None = None
@@ -355,7 +373,7 @@ class ActivityLog:
             "OPTIONAL MATCH (o:Decision {id: CASE WHEN a.action = 'supersede' THEN a.target_id END}) ",
             ", o.superseded_by AS opens",
         )
-        entries = [ActivityEntry.model_validate({k: v for k, v in r.items() if k != "opens"}) for r in rows]
+        entries = [self._entry({k: v for k, v in r.items() if k != "opens"}) for r in rows]
         links = {r["id"]: r["opens"] or r["target_id"] for r in rows if r["target_kind"] == "decision"}
         return entries, links
 
@@ -375,7 +393,8 @@ class ActivityLog:
             "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.actor_kind AS actor_kind, a.action AS action, "
             "a.target_kind AS target_kind, "
             "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
-            f"a.purge AS disk_purge, a.purged_at AS disk_purged_at{more}",
+            "a.purge AS disk_purge, a.purged_at AS disk_purged_at, a.purge_verified AS purge_verified, "
+            f"a.purge_bound AS purge_bound{more}",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
 
@@ -412,8 +431,28 @@ def purge_disk_soon(store: GraphStore, *, now: bool = False) -> None:
     Purger.kick(store, now=now)
 
 
-def disk_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, datetime | None]:
-    """Redacted event id -> when its text left the store's files (None:
-    removal pending)."""
+def disk_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, DiskPurge]:
+    """Redacted event id -> where its text stands on disk (``disk_state``)."""
     states = event_purge_states(store, project_id, event_ids)
-    return {k: datetime.fromisoformat(v) if v else None for k, v in states.items()}
+    return {k: disk_state(store, v["at"], v["verified"], v["bound"]) for k, v in states.items()}
+
+
+def disk_pending(store: GraphStore) -> DiskPurge:
+    """What a redaction or deletion made now shows until a purge round
+    covers it (a confirmation page says what is coming)."""
+    return disk_state(store, None, None, None)
+
+
+def disk_state(store: GraphStore, at: datetime | str | None, verified: str | None, bound: str | None) -> DiskPurge:
+    """The one state of a redaction or deletion on disk. ``at``: when a
+    purge round covered it (None: pending); ``verified``, ``bound``: what
+    the round recorded (``core._purge``). A round recorded before rounds
+    said what they verified is read by the store's backend, whose purge has
+    always done the same: FalkorDB rewrote its files, Neo4j could not."""
+    rewrites = store.backend != "neo4j"
+    if at is None:
+        return DiskPurge(state=DiskState.rewrite_pending if rewrites else DiskState.key_pending)
+    when = datetime.fromisoformat(at) if isinstance(at, str) else at
+    if verified == "files_rewritten" or (verified is None and rewrites):
+        return DiskPurge(state=DiskState.rewritten, at=when)
+    return DiskPurge(state=DiskState.key_destroyed, at=when, bound=bound)

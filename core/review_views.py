@@ -18,6 +18,8 @@ from typing import Any, Literal
 from . import _citations, _counters
 from . import _common as c
 from ._causes import describe_cause
+from ._copies import SHOWN as COPIES_SHOWN  # noqa: F401  (re-exported: the most one redaction lists)
+from ._copies import CopySearch, EventCopy, find_copies  # noqa: F401  (EventCopy: re-exported)
 from ._decision_rows import _decision
 from ._evidence import chunk_range, decode_evidence_id, encode_span, version_id
 from ._queue_flow import (  # noqa: F401  (GroupItem, GroupReview, QueueProgress: re-exported)
@@ -64,7 +66,9 @@ from .models.knowledge import (
     DocumentVersion,
     MalformedEvidenceIdError,
 )
+from .models.retention import DiskPurge
 from .models.task import Event
+from .retention import disk_pending
 from .stores.base import GraphStore
 from .textdiff import PassageDiff, Piece, passage_diff
 
@@ -252,12 +256,18 @@ class DocumentPage(_View):
 
 
 class RedactionPreview(_View):
-    """The event a redaction would blank, and where it is."""
+    """The event a redaction would blank, and where it is; the other events
+    that hold its text (``copies``: None when not asked); and what the
+    redaction will show on disk until a purge round covers it
+    (``disk``: ``rewrite_pending`` on a store that rewrites its files,
+    ``key_pending`` on Neo4j)."""
 
     event_id: str
     task_name: str
     seq: int
     event: Event | None
+    disk: DiskPurge
+    copies: CopySearch | None = None
 
 
 class ReviewViews(WorkbenchViews, QueueFlowViews):
@@ -591,8 +601,10 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
         window = whole[start : start + self.TEXT_WINDOW]
         return DocumentPage(info=info, versions=sections, text=window, text_from=start, text_length=len(whole))
 
-    def redaction_preview(self, event_id: Any) -> RedactionPreview | None:
-        """The event ``event_id`` names in this project, or None."""
+    def redaction_preview(self, event_id: Any, *, copies: bool = True) -> RedactionPreview | None:
+        """The event ``event_id`` names in this project, or None; with
+        ``copies``, the other events that hold its text (``core._copies``:
+        bounded, it says when it stopped short)."""
         if not c.is_uuid(event_id):
             return None
         rows = self.store.read(
@@ -605,4 +617,21 @@ class ReviewViews(WorkbenchViews, QueueFlowViews):
             return None
         task_name, seq = rows[0]["task"], rows[0]["seq"]
         event = self.history.fetch_event(task_name, seq).event
-        return RedactionPreview(event_id=str(event_id), task_name=task_name, seq=seq, event=event)
+        found = None
+        if copies and event is not None and event.redacted_at is None:
+            found = find_copies(
+                self.store,
+                self.project_id,
+                event_id=str(event_id).lower(),
+                task_id=c.task_id(self.project_id, task_name),
+                seq=seq,
+                text=event.payload,
+            )
+        return RedactionPreview(
+            event_id=str(event_id),
+            task_name=task_name,
+            seq=seq,
+            event=event,
+            disk=disk_pending(self.store),
+            copies=found,
+        )

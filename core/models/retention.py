@@ -7,7 +7,15 @@ from enum import Enum
 
 from ._base import Model
 
-__all__ = ["ActivityEntry", "ActorKind", "RetentionErrorCode", "RetentionResult", "TaskDeletionPreview"]
+__all__ = [
+    "ActivityEntry",
+    "ActorKind",
+    "DiskPurge",
+    "DiskState",
+    "RetentionErrorCode",
+    "RetentionResult",
+    "TaskDeletionPreview",
+]
 
 
 class ActorKind(str, Enum):
@@ -35,6 +43,33 @@ class RetentionResult(Model):
     affected_decision_ids: list[str] = []
 
 
+class DiskState(str, Enum):
+    """Where a redacted or deleted text stands on disk, as far as it is known.
+
+    FalkorDB rewrites its files, and the server reports the rewrite:
+    ``rewrite_pending`` until a purge round ran, then ``rewritten``.
+    Neo4j cannot erase bytes on demand: the round confirms the key is
+    destroyed (``key_pending`` until then, ``key_destroyed`` after), and
+    the ciphertext leaves the transaction log when the log rotates."""
+
+    rewrite_pending = "rewrite_pending"
+    rewritten = "rewritten"
+    key_pending = "key_pending"
+    key_destroyed = "key_destroyed"
+
+
+class DiskPurge(Model, frozen=True):
+    """The one state a page shows for a redaction or deletion on disk."""
+
+    state: DiskState
+    #: when the purge round covered it (None while pending)
+    at: datetime | None = None
+    #: Neo4j: the settings that bound how long the transaction log keeps the
+    #: ciphertext, with the values the server reported at the round
+    #: ("db.tx_log.rotation.size 256.00MiB; ..."); None when not known
+    bound: str | None = None
+
+
 class ActivityEntry(Model):
     """Who did what to which record, when and why. Kept apart from the records
     it names, so deleting them does not erase it."""
@@ -55,6 +90,8 @@ class ActivityEntry(Model):
     #: purged, then "done" (at ``disk_purged_at``); None for other actions.
     disk_purge: str | None = None
     disk_purged_at: datetime | None = None
+    #: the same as one state to show (None for other actions)
+    disk: DiskPurge | None = None
 
 
 class TaskDeletionPreview(Model):

@@ -14,6 +14,12 @@
   file is kept until it rotates (``db.tx_log.rotation.size``). Event bodies
   on Neo4j are only ever written encrypted (``core.stores.keystore``), so what the
   logs and freed records keep is ciphertext whose key is gone.
+
+What each returns says what it verified: ``rewritten`` is True only when
+the store's files were rewritten and the server said the rewrite succeeded
+(FalkorDB); on Neo4j nothing removes the bytes on demand, so it is False and
+``tx_log`` holds the two settings that bound how long the transaction log
+keeps them, as the server reported them.
 """
 
 from __future__ import annotations
@@ -49,13 +55,35 @@ def _neo4j(store: Any) -> dict[str, Any]:
     try:
         with store._session(write=True) as session:
             session.run("CALL db.checkpoint()").consume()
-        return {"backend": "neo4j", "checkpoint": True}
+        checkpoint = True
     except neo4j_errors.ClientError as exc:
         if "ProcedureNotFound" not in (exc.code or ""):
             raise GraphStoreError(f"Neo4j checkpoint failed: {exc.code}: {exc.message}") from exc
-        return {"backend": "neo4j", "checkpoint": False}
+        checkpoint = False
     except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
         raise GraphStoreError(f"Neo4j checkpoint failed: {exc}") from exc
+    return {"backend": "neo4j", "checkpoint": checkpoint, "rewritten": False, "tx_log": _tx_log_settings(store)}
+
+
+#: The settings that bound how long Neo4j's transaction log keeps what a
+#: redaction removed: the log rotates at ``size``, and rotated files beyond
+#: ``retention_policy`` are pruned at the next checkpoint.
+TX_LOG_SETTINGS = ("db.tx_log.rotation.size", "db.tx_log.rotation.retention_policy")
+
+
+def _tx_log_settings(store: Any) -> dict[str, str]:
+    """The server's values of ``TX_LOG_SETTINGS`` (empty where it will not
+    say: a user without the privilege to show settings)."""
+    from neo4j import exceptions as neo4j_errors
+
+    try:
+        with store._session(write=False) as session:
+            rows = session.run(
+                "SHOW SETTINGS YIELD name, value WHERE name IN $names RETURN name, value", names=list(TX_LOG_SETTINGS)
+            ).data()
+    except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError):
+        return {}
+    return {r["name"]: str(r["value"]) for r in rows}
 
 
 def _falkordb(store: Any, timeout: float) -> dict[str, Any]:
@@ -70,7 +98,7 @@ def _falkordb(store: Any, timeout: float) -> dict[str, Any]:
     except redis.RedisError as exc:
         raise GraphStoreError(f"the append-only file rewrite failed: {exc}") from exc
     removed = _stray_files(store)
-    return {"backend": "falkordb", "aof_size": size, "removed": removed}
+    return {"backend": "falkordb", "aof_size": size, "removed": removed, "rewritten": True}
 
 
 def rewrite_append_only_file(client: Any, deadline: float) -> int:
@@ -128,7 +156,7 @@ def _rdb_only(client: Any, info: Any, deadline: float) -> dict[str, Any]:
         _wait(deadline)
     if now["rdb_last_bgsave_status"] != "ok":
         raise GraphStoreError("the snapshot (BGSAVE) failed; see the server's log")
-    return {"backend": "falkordb", "rdb": True}
+    return {"backend": "falkordb", "rdb": True, "rewritten": True}
 
 
 def _wait(deadline: float) -> None:

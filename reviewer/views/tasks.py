@@ -11,11 +11,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from core.models import StepState
-from core.retention import purge_disk_soon
+from core.retention import disk_pending, purge_disk_soon
 
 from .. import access
 from ..converters import task_from_query
 from ..forms import RETENTION_ERRORS, DeleteTaskForm, new_request_id
+from ..presenters import AFTER_REDACTION
 from .base import _param, _project
 
 
@@ -58,7 +59,13 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
     keep_preview = p.retention.preview_delete_task(name, include_decisions=False)
     if request.method == "GET":
         form = DeleteTaskForm(initial={"request_id": new_request_id(), "include_decisions": True})
-        context = {"form": form, "name": name, "preview": preview, "keep_preview": keep_preview}
+        context = {
+            "form": form,
+            "name": name,
+            "preview": preview,
+            "keep_preview": keep_preview,
+            "disk": disk_pending(p.store),
+        }
         return render(request, "reviewer/delete_task.html", context)
     form = DeleteTaskForm(request.POST)
     error = None
@@ -74,7 +81,8 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
             flagged, removed = len(result.affected_decision_ids), preview.decisions
             gone = f"{removed} decision{'' if removed == 1 else 's'} removed; " if include else ""
             elsewhere = f"{flagged} decision{'' if flagged == 1 else 's'} elsewhere flagged for review."
-            messages.success(request, f"Task “{name}” deleted: {gone}{elsewhere} Removal from disk is pending.")
+            after = AFTER_REDACTION[disk_pending(p.store).state]
+            messages.success(request, f"Task “{name}” deleted: {gone}{elsewhere} {after}")
             return redirect("tasks", project=p.id)
         error = RETENTION_ERRORS[result.error]
     context = {
@@ -83,5 +91,6 @@ def delete_task(request: HttpRequest, project: str) -> HttpResponse:
         "preview": preview,
         "keep_preview": keep_preview,
         "error": error or "Check the form.",
+        "disk": disk_pending(p.store),
     }
     return render(request, "reviewer/delete_task.html", context, status=400)
