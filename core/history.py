@@ -446,7 +446,7 @@ class ConversationHistory:
             result = self.store.transact(self.project_id, work)
             if wrote:
                 minted.keep()
-        if result.recorded and result.event is not None:
+        if wrote and result.event is not None:  # (a replay's number says nothing of the task's last)
             self._seq_hint[tid] = result.event.seq
         return result
 
@@ -473,9 +473,10 @@ class ConversationHistory:
                 "RETURN t.event_seq AS seq, r IS NOT NULL AS seen",
                 {"tid": tid, "rq": replay.node_id},
             )
-            if not seen or seen[0]["seen"] or seen[0]["seq"] != prev:
+            if not seen or seen[0]["seen"] or seen[0]["seq"] is None:
                 self._seq_hint.pop(tid, None)
                 return None
+            prev = seen[0]["seq"]  # the task's last number as read now
         result, params = new_event(prev + 1)
         query = "MATCH (t:Task {id: $tid}) "
         if not self.store.graph_per_project:
