@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from core import _common as c
+from core._purge import _scrub_requests
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import REDACTED, HistoryRetention
@@ -246,3 +247,18 @@ def test_no_log_record_holds_a_body_or_its_ciphertext_at_debug(
     assert canary not in logged
     for ct in sealed:
         assert ct not in logged and ct[:24] not in logged
+
+
+def test_the_purge_removes_request_records_from_before_agents(store: GraphStore, project_id: str) -> None:
+    history = ConversationHistory(store, project_id=project_id, agent_id="a")
+    history.create_task("t", goal="g")
+    assert history.record_event("t", kind="note", payload="new", request_id="r-new").recorded
+    old = json.dumps({"recorded": True, "event": {"payload": "OLD BODY", "payload_sha256": "abc"}})
+    store.write(
+        project_id,
+        "CREATE (:Request {project_id: $p, id: $id, request_id: 'r-old', fingerprint: 'f', result: $result})",
+        {"p": project_id, "id": str(uuid.uuid4()), "result": old},
+    )
+    assert _scrub_requests(store, project_id) == 1
+    assert [r["request_id"] for r in _requests(store, project_id)] == ["r-new"]
+    assert _scrub_requests(store, project_id) == 0
