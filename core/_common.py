@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import urllib.parse
 import uuid
@@ -84,8 +85,11 @@ def is_uuid(value: Any) -> bool:
         return False
 
 
-def request_node_id(project_id: str, request_id: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, f"request\x1f{project_id}\x1f{request_id}"))
+def request_node_id(project_id: str, agent_id: str | None, request_id: str) -> str:
+    """The id of a request record: a request id belongs to its project and
+    to the agent that wrote it (``None``: a writer with no agent id), so one
+    agent's id can neither answer nor refuse another's write."""
+    return str(uuid.uuid5(NAMESPACE, f"request-by\x1f{project_id}\x1f{agent_id or ''}\x1f{request_id}"))
 
 
 #: The time the writes of this context happened, when it is not now: the
@@ -184,30 +188,55 @@ def fingerprint(operation: str, arguments: dict[str, Any]) -> str:
 class Replay:
     """The request-id part of a unit of work.
 
-    ``lookup`` reads the stored request in the unit; ``remember`` queues the
-    result into the same commit as the write it belongs to.
+    A request record is the project's and the writing agent's
+    (``request_node_id``). ``lookup`` reads the stored request in the unit;
+    ``remember`` queues the result into the same commit as the write it
+    belongs to.
+
+    ``body``: for a write of an event body, the body's SHA-256, kept out of
+    the fingerprint. The record keeps it only as an HMAC under the event's
+    own key (``body_mac``), so a redaction or a deletion, which destroys
+    that key, destroys it too: a retry of such a write can no longer tell a
+    right guess of the body from a wrong one, and answers both alike.
     """
 
-    def __init__(self, project_id: str, request_id: str | None, operation: str, arguments: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        project_id: str,
+        agent_id: str | None,
+        request_id: str | None,
+        operation: str,
+        arguments: dict[str, Any],
+        *,
+        body: str | None = None,
+    ) -> None:
         self.project_id = project_id
+        self.agent_id = agent_id
         self.request_id = request_id
         self.fingerprint = fingerprint(operation, arguments)
+        self.body = body
+        #: the body's HMAC the stored request holds (set by ``found``)
+        self.stored_mac: str | None = None
 
-    #: a read's opening that finds the stored request (``request_fp`` and
-    #: ``request_result``, null when there is none) with ``$request``
-    #: (``node_id``), for a unit that reads it with its first read
-    FIRST = "OPTIONAL MATCH (rq:Request {id: $request}) WITH rq.fingerprint AS request_fp, rq.result AS request_result "
+    #: a read's opening that finds the stored request (``request_fp``,
+    #: ``request_result`` and ``request_mac``, null when there is none) with
+    #: ``$request`` (``node_id``), for a unit that reads it with its first read
+    FIRST = (
+        "OPTIONAL MATCH (rq:Request {id: $request}) "
+        "WITH rq.fingerprint AS request_fp, rq.result AS request_result, rq.body_mac AS request_mac "
+    )
 
     @property
     def node_id(self) -> str | None:
-        return None if self.request_id is None else request_node_id(self.project_id, self.request_id)
+        return None if self.request_id is None else request_node_id(self.project_id, self.agent_id, self.request_id)
 
     def lookup(self, tx: Tx) -> tuple[bool, str | None]:
         """(seen, stored result JSON). seen with no JSON means: reused."""
         if self.request_id is None:
             return False, None
         rows = tx.read(
-            "MATCH (r:Request {id: $id}) RETURN r.fingerprint AS request_fp, r.result AS request_result",
+            "MATCH (r:Request {id: $id}) "
+            "RETURN r.fingerprint AS request_fp, r.result AS request_result, r.body_mac AS request_mac",
             {"id": self.node_id},
         )
         return self.found(rows[0] if rows else {})
@@ -216,41 +245,59 @@ class Replay:
         """(seen, stored result JSON) from a row read with :attr:`FIRST`."""
         if self.request_id is None or row.get("request_fp") is None:
             return False, None
+        self.stored_mac = row.get("request_mac")
         if row["request_fp"] != self.fingerprint:
             return True, None
         return True, row["request_result"]
 
-    def remember(self, tx: Tx, result: BaseModel) -> None:
+    def same_body(self, key: bytes | None) -> bool | None:
+        """Whether this request's body is the stored request's, checked
+        under the event's key: None when that cannot be told any more (the
+        key is gone: the event was redacted or deleted)."""
+        if self.body is None or self.stored_mac is None or key is None:
+            return None
+        return hmac.compare_digest(body_mac(key, self.body), self.stored_mac)
+
+    def remember(self, tx: Tx, result: BaseModel, *, body_key: bytes | None = None) -> None:
         if self.request_id is None:
             return
-        tx.write(*self.create_clause(result))
+        tx.write(*self.create_clause(result, body_key=body_key))
 
-    def create_clause(self, result: BaseModel) -> tuple[str, dict[str, Any]]:
-        """The ``CREATE`` of the request node holding ``result``; its
-        parameters are named ``rq_*`` so it can join another statement."""
+    def create_clause(self, result: BaseModel, *, body_key: bytes | None = None) -> tuple[str, dict[str, Any]]:
+        """The ``CREATE`` of the request node holding ``result`` (and, with
+        ``body_key``, the event's key, the body's HMAC); its parameters are
+        named ``rq_*`` so it can join another statement."""
         return (
-            "CREATE (:Request {project_id: $rq_p, id: $rq_id, request_id: $rq_rid, fingerprint: $rq_fp, "
-            "result: $rq_result, at: $rq_at})",
+            "CREATE (:Request {project_id: $rq_p, agent_id: $rq_agent, id: $rq_id, request_id: $rq_rid, "
+            "fingerprint: $rq_fp, body_mac: $rq_mac, result: $rq_result, at: $rq_at})",
             {
                 "rq_p": self.project_id,
-                "rq_id": request_node_id(self.project_id, self.request_id or ""),
+                "rq_agent": self.agent_id or "",
+                "rq_id": self.node_id,
                 "rq_rid": self.request_id,
                 "rq_fp": self.fingerprint,
+                "rq_mac": body_mac(body_key, self.body) if body_key is not None and self.body is not None else None,
                 "rq_result": stored_result(result),
                 "rq_at": iso(now()),
             },
         )
 
 
+def body_mac(key: bytes, body: str) -> str:
+    """The HMAC-SHA256 of an event body's hash under the event's key."""
+    return hmac.new(key, f"body\x1f{body}".encode(), hashlib.sha256).hexdigest()
+
+
 def stored_result(result: BaseModel) -> str:
     """The JSON a request record keeps: the result without any event body
-    (an event's ``payload`` is stored empty). A replay fills the body in
-    from the graph as it is then, so a redaction or a deletion reaches
-    retries too."""
+    or its hash (an event's ``payload`` is stored empty, its
+    ``payload_sha256`` null). A replay fills both in from the graph as it
+    is then, so a redaction or a deletion reaches retries too."""
     data = result.model_dump(mode="json")
     event = data.get("event")
     if isinstance(event, dict) and "payload" in event:
         event["payload"] = ""
+        event["payload_sha256"] = None
     return json.dumps(data, separators=(",", ":"))
 
 

@@ -7,8 +7,8 @@ removed. A purge round, for the whole store:
 1. reads every pending entry of every project (what it will cover);
 2. destroys their keys again (idempotent: the redaction already did, unless
    its process died between the commit and that step);
-3. strips event bodies from request records written before request records
-   stopped holding them;
+3. deletes request records from before request ids were kept per agent
+   (they may hold a body's hash, or the body);
 4. rewrites the store's files (``core.stores.purge``), which starts after
    step 1, so it covers everything step 1 read;
 5. marks exactly the entries of step 1 (and their events) done, with the
@@ -34,7 +34,6 @@ runs, no redaction stays pending for more than about 30 s
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import threading
 import time
@@ -144,25 +143,23 @@ def purge_round(store: GraphStore) -> PurgeReport:
 
 
 def _scrub_requests(store: GraphStore, project_id: str) -> int:
-    """Request records from before bodies were left out: their event
-    ``payload`` emptied (a replay reads the body from the graph)."""
-    rows = store.read(
-        project_id,
-        'MATCH (r:Request) WHERE r.project_id = $p AND r.result CONTAINS \'"payload":"\' '
-        'AND NOT r.result CONTAINS \'"payload":""\' RETURN r.id AS id, r.result AS result',
-        {"p": project_id},
-    )
-    for row in rows:
-        data = json.loads(row["result"])
-        event = data.get("event")
-        if isinstance(event, dict) and event.get("payload"):
-            event["payload"] = ""
-            store.write(
-                project_id,
-                "MATCH (r:Request {id: $id}) SET r.result = $result",
-                {"id": row["id"], "result": json.dumps(data, separators=(",", ":"))},
-            )
-    return len(rows)
+    """Request records from before request ids were kept per agent (they
+    have no ``agent_id``) deleted, a batch at a time: no write matches them
+    any more (a record's id is now derived with its agent), and they hold
+    what a redaction must not leave behind: a body's hash in the fingerprint
+    and the result, and in the oldest the body itself."""
+    removed = 0
+    while True:
+        rows = store.execute(
+            project_id,
+            "MATCH (r:Request) WHERE r.project_id = $p AND r.agent_id IS NULL "
+            "WITH r LIMIT 5000 DETACH DELETE r RETURN count(*) AS n",
+            {"p": project_id},
+        )
+        n = rows[0]["n"] if rows else 0
+        removed += n
+        if n < 5000:
+            return removed
 
 
 def event_purge_states(store: GraphStore, project_id: str, event_ids: list[str]) -> dict[str, dict[str, Any]]:

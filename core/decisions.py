@@ -331,6 +331,7 @@ class DecisionTraces(DecisionReads):
         inputs = content.inputs
         replay = c.Replay(
             self.project_id,
+            self.agent_id,
             request_id,
             "record_decision",
             {"task": task_name, "key": choice_key, **content.fingerprint()},
@@ -407,6 +408,7 @@ class DecisionTraces(DecisionReads):
             return RecordDecisionResult(recorded=False, error=WriteErrorCode.supersede_target_invalid)
         replay = c.Replay(
             self.project_id,
+            self.agent_id,
             request_id,
             "supersede_decision",
             {"target": target, "explanation": explanation, **content.fingerprint()},
@@ -485,7 +487,9 @@ class DecisionTraces(DecisionReads):
             return RejectDecisionResult(recorded=False, error=WriteErrorCode.value_too_long)
         if target is None:
             return RejectDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
-        replay = c.Replay(self.project_id, request_id, "reject_decision", {"target": target, "reason": reason})
+        replay = c.Replay(
+            self.project_id, self.agent_id, request_id, "reject_decision", {"target": target, "reason": reason}
+        )
 
         def work(tx: Tx) -> RejectDecisionResult:
             answer, old = self._begin_decision_write(
@@ -548,7 +552,11 @@ class DecisionTraces(DecisionReads):
         if target is None:
             return ReaffirmDecisionResult(recorded=False, error=WriteErrorCode.decision_not_found)
         replay = c.Replay(
-            self.project_id, request_id, "reaffirm_decision", {"target": target, "explanation": explanation}
+            self.project_id,
+            self.agent_id,
+            request_id,
+            "reaffirm_decision",
+            {"target": target, "explanation": explanation},
         )
 
         def work(tx: Tx) -> ReaffirmDecisionResult:

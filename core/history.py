@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
@@ -51,11 +54,13 @@ from .stores.base import (
     GraphStoreWriteConflictError,
     Tx,
 )
-from .stores.keystore import keys_of, open_bodies, seal
+from .stores.keystore import KeyStore, keys_of, open_bodies, seal
 
 __all__ = ["ConversationHistory", "MalformedSupportError"]
 
 R = TypeVar("R", RecordEventResult, SetStepResult)
+
+log = logging.getLogger(__name__)
 
 EVENTS_MAX = 200
 STEPS_MAX = 200
@@ -99,10 +104,65 @@ _STEP_MAP = (
 )
 
 
+def _when(value: Any) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
 def _cut(payload: str) -> tuple[str, bool, str]:
     """The SHA-256 of the full text, whether it is cut, and the stored text
     (seed 001: at most 32,000 characters)."""
     return hashlib.sha256(payload.encode("utf-8")).hexdigest(), len(payload) > PAYLOAD_LIMIT, payload[:PAYLOAD_LIMIT]
+
+
+class _MintedKeys:
+    """The event keys made for one write. A key is made before the graph
+    names it, so a write that does not commit (a replay found after all, a
+    refusal, a conflict, an error) leaves a key that no event needs: it is
+    destroyed, unless the write may have committed and the store cannot be
+    asked (then it is kept: a key is never destroyed under an event that may
+    exist)."""
+
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+        self._ranges: list[tuple[int, int]] = []
+
+    def new(self, n: int) -> tuple[int, list[bytes]]:
+        first, made = self.keys.new_keys(n)
+        if n:
+            self._ranges.append((first, first + n - 1))
+        return first, made
+
+    def keep(self) -> None:
+        """The write committed with the keys made so far."""
+        self._ranges = []
+
+    def discard(self) -> None:
+        ranges, self._ranges = self._ranges, []
+        if ranges:
+            self.keys.destroy(ranges)
+
+    @contextmanager
+    def settled(self, committed: Callable[[], bool]) -> Iterator[None]:
+        """Keys neither kept nor discarded are destroyed on leaving; after
+        an error that may have come from the commit, unless ``committed()``
+        says the write went through with them."""
+        try:
+            yield
+        except (GraphStoreWriteConflictError, ValueError):
+            self.discard()  # nothing was committed (raised before the commit, or every attempt lost)
+            raise
+        except BaseException:
+            try:
+                went = committed()
+            except Exception:  # the store cannot say: keep them
+                log.warning("a write failed in an unknown state; its event keys %s are kept", self._ranges)
+                went = True
+            if went:
+                self.keep()
+            else:
+                self.discard()
+            raise
+        self.discard()
 
 
 class ConversationHistory:
@@ -139,27 +199,36 @@ class ConversationHistory:
         repeated request, refuse a missing task. Returns (answer, task row);
         the write goes ahead when the answer is None."""
         tx.lock("Task", c.task_id(self.project_id, task_name))
-        earlier = c.replayed(
-            tx, replay, result_type, lambda: result_type(recorded=False, error=WriteErrorCode.request_id_reused)
-        )
+        reused = lambda: result_type(recorded=False, error=WriteErrorCode.request_id_reused)  # noqa: E731
+        earlier = c.replayed(tx, replay, result_type, reused)
         if earlier is not None:
             if isinstance(earlier, RecordEventResult) and earlier.event is not None:
-                earlier = self._replayed_event(tx, earlier)  # type: ignore[assignment]
+                earlier = self._replayed_event(tx, earlier, replay) or reused()  # type: ignore[assignment]
             return earlier, {}
         task = self._task_row(tx, task_name)
         if task is None:
             return result_type(recorded=False, error=WriteErrorCode.task_not_found), {}
         return None, task
 
-    def _replayed_event(self, tx: Tx, earlier: RecordEventResult) -> RecordEventResult:
-        """A replayed ``record_event`` with the event's body as it is now:
-        the text, the marker after a redaction, or empty once the task was
-        deleted (its ids, number and hash stay as recorded)."""
+    def _replayed_event(self, tx: Tx, earlier: RecordEventResult, replay: c.Replay) -> RecordEventResult | None:
+        """A replayed ``record_event`` with the event as it is now: its
+        text, or the marker after a redaction; once its task was deleted,
+        with an empty body and no hash (its ids and number stay as
+        recorded). None when the event still has its key and the request's
+        body is not the one recorded (``request_id_reused``); once the key
+        is gone (redacted, deleted) the body cannot be checked, and a right
+        and a wrong guess of it are answered alike."""
         assert earlier.event is not None
         rows = tx.read(f"MATCH (e:Event {{id: $id}}) RETURN {_EVENT_FIELDS}", {"id": str(earlier.event.id)})
-        if not rows:
+        row = rows[0] if rows else None
+        if row is not None and (row["author"], _when(row["at"])) != (earlier.event.author, earlier.event.at):
+            row = None  # another event of the same number: its task was deleted and made again
+        if row is None:
             return earlier
-        current = Event.model_validate(open_bodies(self.store, rows)[0])
+        slot = row["key_slot"]
+        if replay.same_body(None if slot is None else keys_of(self.store).key(slot)) is False:
+            return None
+        current = Event.model_validate(open_bodies(self.store, [row])[0])
         return earlier.model_copy(update={"event": current})
 
     # -- tasks ------------------------------------------------------------
@@ -171,7 +240,7 @@ class ConversationHistory:
             return CreateTaskResult(recorded=False, error=WriteErrorCode.invalid_request_id)
         if self._ids_too_long or limits.any_over((name, limits.TASK_NAME_MAX), (goal, limits.GOAL_MAX)):
             return CreateTaskResult(recorded=False, error=WriteErrorCode.value_too_long)
-        replay = c.Replay(self.project_id, request_id, "create_task", {"name": name, "goal": goal})
+        replay = c.Replay(self.project_id, self.agent_id, request_id, "create_task", {"name": name, "goal": goal})
         tid = c.task_id(self.project_id, name)
 
         def work(tx: Tx) -> CreateTaskResult:
@@ -325,13 +394,15 @@ class ConversationHistory:
         sha, truncated, stored = _cut(payload)
         replay = c.Replay(
             self.project_id,
+            self.agent_id,
             request_id,
             "record_event",
-            {"task": task_name, "kind": kind.value, "sha": sha, "role": role, "name": name},
+            {"task": task_name, "kind": kind.value, "role": role, "name": name},
+            body=sha,
         )
         tid = c.task_id(self.project_id, task_name)
-        keys = keys_of(self.store)
-        key: dict[str, Any] = {}  # made once, when the first number is tried
+        minted = _MintedKeys(keys_of(self.store))
+        key: dict[str, Any] = {}  # made when a number is first tried, for as long as it may be used
 
         def new_event(seq: int) -> tuple[RecordEventResult, dict[str, Any]]:
             event = Event(
@@ -348,7 +419,8 @@ class ConversationHistory:
                 at=c.now(),
             )
             if not key:
-                key["slot"], (key["key"],) = keys.new_keys(1)  # on disk before the graph names it
+                key["slot"], (key["key"],) = minted.new(1)  # on disk before the graph names it
+            key["event"] = str(event.id)
             params = {
                 "tid": tid,
                 "seq": seq,
@@ -366,31 +438,62 @@ class ConversationHistory:
             }
             return RecordEventResult(recorded=True, event=event), params
 
-        prev = self._seq_hint.get(tid)
-        if prev is not None:
-            fast = self._record_after(tid, prev, new_event, replay)
-            if fast is not None:
-                return fast
-
         def work(tx: Tx) -> RecordEventResult:
+            wrote.clear()
             earlier, task = self._begin_task_write(tx, task_name, replay, RecordEventResult)
             if earlier is not None:
                 return earlier
             result, params = new_event(task["event_seq"] + 1)
             tx.write("MATCH (t:Task {id: $tid}) SET t.event_seq = $seq " + _EVENT_CREATE, params)
-            replay.remember(tx, result)
+            replay.remember(tx, result, body_key=key["key"])
+            wrote.append(key["slot"])
             return result
 
-        result = self.store.transact(self.project_id, work)
-        if result.recorded and result.event is not None:
+        wrote: list[int] = []  # the key the unit's last run wrote its event with
+        with minted.settled(lambda: self._has_key(key.get("event"), key.get("slot"))):
+            prev = self._seq_hint.get(tid)
+            if prev is not None:
+                fast = self._record_after(tid, prev, new_event, replay, key)
+                if fast is not None:
+                    minted.keep()
+                    return fast
+                if key:  # the fast write did not happen: its key goes, a unit makes its own
+                    minted.discard()
+                    key.clear()
+            result = self.store.transact(self.project_id, work)
+            if wrote:
+                minted.keep()
+        if wrote and result.event is not None:  # (a replay's number says nothing of the task's last)
             self._seq_hint[tid] = result.event.seq
         return result
 
-    def _record_after(self, tid: str, prev: int, new_event: Any, replay: c.Replay) -> RecordEventResult | None:
+    def _has_key(self, event_id: str | None, slot: int | None) -> bool:
+        """Whether the event ``event_id`` was written with the key in
+        ``slot`` (a write that failed in an unknown state: committed?)."""
+        if event_id is None:
+            return False
+        rows = self.store.read(self.project_id, "MATCH (e:Event {id: $id}) RETURN e.key_slot AS slot", {"id": event_id})
+        return bool(rows) and rows[0]["slot"] == slot
+
+    def _record_after(
+        self, tid: str, prev: int, new_event: Any, replay: c.Replay, key: dict[str, Any]
+    ) -> RecordEventResult | None:
         """The single-statement write of an event numbered ``prev + 1``: a
         compare-and-set on the task's last number (and, with a request id,
         on its request record being absent). None when another writer was
-        first: the caller's unit then sorts it out."""
+        first, or the request was seen before: the caller's unit then sorts
+        it out. A request id is looked up first, so a replay seals nothing."""
+        if replay.request_id is not None:
+            seen = self.store.read(
+                self.project_id,
+                "OPTIONAL MATCH (t:Task {id: $tid}) OPTIONAL MATCH (r:Request {id: $rq}) "
+                "RETURN t.event_seq AS seq, r IS NOT NULL AS seen",
+                {"tid": tid, "rq": replay.node_id},
+            )
+            if not seen or seen[0]["seen"] or seen[0]["seq"] is None:
+                self._seq_hint.pop(tid, None)
+                return None
+            prev = seen[0]["seq"]  # the task's last number as read now
         result, params = new_event(prev + 1)
         query = "MATCH (t:Task {id: $tid}) "
         if not self.store.graph_per_project:
@@ -404,7 +507,7 @@ class ConversationHistory:
             query += "OPTIONAL MATCH (r:Request {id: $rq_id}) WITH t, r WHERE r IS NULL "
         query += "SET t.event_seq = $seq " + _EVENT_CREATE
         if replay.request_id is not None:
-            clause, rq_params = replay.create_clause(result)
+            clause, rq_params = replay.create_clause(result, body_key=key["key"])
             query += " " + clause
             params.update(rq_params)
         try:
@@ -457,6 +560,7 @@ class ConversationHistory:
             if task is None:
                 raise ValueError(WriteErrorCode.task_not_found.value)
             first = task["event_seq"] + 1
+            tried["event"] = c.event_id(tid, first)
             at = c.iso(c.now())
             sealed = []
             for n, r in enumerate(rows):
@@ -489,9 +593,14 @@ class ConversationHistory:
             if not task.found:
                 raise ValueError(WriteErrorCode.task_not_found.value)
             return task.view.last_event_seq
-        # every key of the batch in one write, on disk before the graph names them
-        first_slot, batch = keys_of(self.store).new_keys(len(rows))
-        last = self.store.transact(self.project_id, work)
+        # every key of the batch in one write, on disk before the graph names
+        # them; destroyed again unless the batch is committed with them
+        minted = _MintedKeys(keys_of(self.store))
+        tried: dict[str, str] = {}
+        first_slot, batch = minted.new(len(rows))
+        with minted.settled(lambda: self._has_key(tried.get("event"), first_slot)):
+            last = self.store.transact(self.project_id, work)
+            minted.keep()
         self._seq_hint.pop(tid, None)
         return last
 
@@ -572,6 +681,7 @@ class ConversationHistory:
             return SetStepResult(recorded=False, error=WriteErrorCode.too_many_supports)
         replay = c.Replay(
             self.project_id,
+            self.agent_id,
             request_id,
             "set_step",
             {

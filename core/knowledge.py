@@ -153,7 +153,7 @@ class Graph:
         digest = content_hash(text)
         doc_id = document_node_id(self.project_id, key)
         starts = chunk_offsets(text)
-        replay = c.Replay(self.project_id, request_id, f"{mode}_document", {"key": key, "hash": digest})
+        replay = c.Replay(self.project_id, self.agent_id, request_id, f"{mode}_document", {"key": key, "hash": digest})
 
         def write(tx: Tx) -> DocumentWriteResult | _Opened | _Wait:
             rows = tx.read(
@@ -261,7 +261,7 @@ class Graph:
         if not c.check_request_id(request_id):
             return DocumentWriteResult(recorded=False, error=DocumentErrorCode.invalid_request_id)
         doc_id = document_node_id(self.project_id, key)
-        replay = c.Replay(self.project_id, request_id, "delete_document", {"key": key})
+        replay = c.Replay(self.project_id, self.agent_id, request_id, "delete_document", {"key": key})
 
         def write(tx: Tx) -> DocumentWriteResult | _Opened | _Wait:
             rows = tx.read(
@@ -301,7 +301,7 @@ class Graph:
     ) -> _Opened:
         """Queue the open job of a write whose citers did not fit its unit
         (``_flag_jobs``); the request record, when there is one, says so."""
-        request = c.request_node_id(self.project_id, replay.request_id) if replay.request_id else None
+        request = replay.node_id
         job = {**job, "flagged": len(result.flagged_decision_ids)}
         _flag_jobs.open_job(tx, self.project_id, doc_id, job, cursor, request)
         if request is not None:
@@ -329,7 +329,7 @@ class Graph:
             earlier = c.replayed(tx, replay, DocumentWriteResult, _document_reused)
             if earlier is not None:
                 if earlier.recorded and replay.request_id is not None:
-                    request = c.request_node_id(self.project_id, replay.request_id)
+                    request = replay.node_id
                     rows = tx.read("MATCH (r:Request {id: $id}) RETURN r.flag_job AS cause", {"id": request})
                     if rows and rows[0]["cause"]:
                         return _Opened(earlier, rows[0]["cause"], request)

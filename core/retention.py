@@ -77,7 +77,7 @@ class HistoryRetention:
         if not c.is_uuid(eid):
             return RetentionResult(recorded=False, error=RetentionErrorCode.event_not_found)
         eid = eid.lower()
-        replay = c.Replay(self.project_id, request_id, "redact_event", {"event": eid, "reason": reason})
+        replay = c.Replay(self.project_id, self.agent_id, request_id, "redact_event", {"event": eid, "reason": reason})
 
         def work(tx: Tx) -> RetentionResult:
             _counters.lock(tx, self.project_id)  # first: a redaction flags what cites the event
@@ -215,6 +215,7 @@ class HistoryRetention:
         tid = c.task_id(self.project_id, task_name)
         replay = c.Replay(
             self.project_id,
+            self.agent_id,
             request_id,
             "delete_task",
             {"task": task_name, "decisions": include_decisions, "reason": reason},

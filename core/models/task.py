@@ -94,7 +94,9 @@ class Event(Model):
     role: str | None
     name: str | None
     payload: str
-    payload_sha256: str
+    #: None only where the reader may not have it: an API token's view of a
+    #: redacted event, and the replay of a write whose event was deleted
+    payload_sha256: str | None
     truncated: bool
     author: str
     at: datetime

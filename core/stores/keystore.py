@@ -176,6 +176,19 @@ class KeyStore:
         """A destroyed key is overwritten in place and synced: nothing to do."""
         return {"keys": "file", "where": self.where}
 
+    def live_keys(self) -> int:
+        """How many slots hold a key (neither destroyed nor never written):
+        for checks and tests, it reads the whole file."""
+        size = os.fstat(self._plain).st_size // SLOT * SLOT
+        live, offset = 0, 0
+        while offset < size:
+            chunk = os.pread(self._plain, min(size - offset, SLOT << 15), offset)
+            if not chunk:
+                break
+            live += sum(1 for i in range(0, len(chunk), SLOT) if chunk[i : i + SLOT] != _ZERO)
+            offset += len(chunk)
+        return live
+
     def destroy(self, slots: Iterable[int] | Iterable[tuple[int, int]]) -> int:
         """Overwrite the keys (slot numbers or inclusive ``(first, last)``
         ranges) with zeros and sync the file. Idempotent. Returns the

@@ -40,6 +40,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
     _IMPORT_ERROR: ImportError | None = exc
 else:
     _IMPORT_ERROR = None
+    from .driver_logs import install as _quiet_driver_logs
+
+    _quiet_driver_logs()  # the driver never logs a statement's parameters
 
 #: The failures a managed transaction retries (``Neo4jError.is_retryable``:
 #: transient errors, and a cluster member that went away).

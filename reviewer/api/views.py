@@ -7,7 +7,9 @@ no other (404); a revoked token is refused (401); an ``automation`` token
 reads and reviews but records no work. A refused write answers the core's
 result, ``{"recorded": false, "error": "<seed code>"}``, with 404 for what is
 not there, 409 for a conflict of state and 422 for refused input. The
-``Idempotency-Key`` header is the write's ``request_id``.
+``Idempotency-Key`` header is the write's ``request_id``, kept per project and
+agent: a token of another agent neither gets its result nor spoils it. A
+redacted event reaches a token without its ``payload_sha256`` (null).
 """
 
 from __future__ import annotations
@@ -332,11 +334,25 @@ def answer(result: Any) -> Status:
     return Status(status_of(result), result)
 
 
+def for_token(event: Event | None) -> Event | None:
+    """An event as a token may see it: a redacted event without its
+    ``payload_sha256`` (a hash confirms a guessed text; only stewards see
+    it, on the dashboard)."""
+    if event is None or event.redacted_at is None:
+        return event
+    return event.model_copy(update={"payload_sha256": None})
+
+
+def event_result(result: RecordEventResult) -> RecordEventResult:
+    return result.model_copy(update={"event": for_token(result.event)})
+
+
 def key_header() -> Any:
     return Header(
         None,
         alias="Idempotency-Key",
-        description="The write's request_id (1-64 characters): a retry with the same key answers the first result.",
+        description="The write's request_id (1-64 characters), the token's agent's own: a retry with the same key "
+        "answers the first result.",
     )
 
 
@@ -377,11 +393,10 @@ def get_task(request: HttpRequest, project: str, task: str) -> Any:
 def record_event(
     request: HttpRequest, project: str, task: str, body: s.RecordEvent, idempotency_key: str | None = key_header()
 ) -> Any:
-    return answer(
-        agent(request, project, records=True).history.record_event(
-            task, kind=body.kind, payload=body.payload, role=body.role, name=body.name, request_id=idempotency_key
-        )
+    result = agent(request, project, records=True).history.record_event(
+        task, kind=body.kind, payload=body.payload, role=body.role, name=body.name, request_id=idempotency_key
     )
+    return answer(event_result(result))
 
 
 def batch_request_id(key: str, n: int) -> str:
@@ -414,7 +429,7 @@ def record_events(
             name=e.name,
             request_id=batch_request_id(idempotency_key, n),
         )
-        results.append(result)
+        results.append(event_result(result))
         if not result.recorded:
             return Status(status_of(result), s.EventBatchResult(recorded=False, error=result.error, results=results))
     last = results[-1].event.seq if results else None
@@ -426,12 +441,12 @@ def list_events(request: HttpRequest, project: str, task: str, after_seq: int = 
     page = agent(request, project).history.list_events(task, after_seq=after_seq, limit=limit)
     if not page.found:
         raise Http404("no such task")
-    return page
+    return page.model_copy(update={"events": [for_token(e) for e in page.events]})
 
 
 @router.get("/projects/{project}/tasks/{segment:task}/events/{seq}", response=reads(Event))
 def fetch_event(request: HttpRequest, project: str, task: str, seq: int) -> Any:
-    return found(agent(request, project).history.fetch_event(task, seq).event)
+    return found(for_token(agent(request, project).history.fetch_event(task, seq).event))
 
 
 @router.put("/projects/{project}/tasks/{segment:task}/steps/{segment:step}", response=records(SetStepResult))

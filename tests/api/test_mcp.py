@@ -3,6 +3,7 @@ event and a decision with a project token and reads them back."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -20,6 +21,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from core.decisions import DecisionTraces
+from core.retention import HistoryRetention
 from core.stores import GraphStore
 from reviewer import store as shared
 from reviewer.api.mcp_server import build_server
@@ -141,3 +143,23 @@ def test_an_mcp_call_without_a_live_token_is_refused(mcp_url: tuple[str, str, st
 
     answer = anyio.run(session)
     assert answer.isError and "401" in answer.content[0].text
+
+
+def test_mcp_gives_no_hash_of_a_redacted_event(mcp_url: tuple[str, str, str], store: GraphStore) -> None:
+    url, token, project = mcp_url
+    event = {"project": project, "task_name": "t", "kind": "message", "payload": "PIN 4711", "request_id": "pin"}
+
+    async def call(tool: str, arguments: dict[str, Any]) -> Any:
+        async with connected(url, {"Authorization": f"Bearer {token}"}) as s:
+            return result(await s.call_tool(tool, arguments))
+
+    anyio.run(call, "create_task", {"project": project, "name": "t", "goal": "g"})
+    first = anyio.run(call, "record_event", event)
+    assert first["event"]["payload_sha256"] == hashlib.sha256(b"PIN 4711").hexdigest()
+    retention = HistoryRetention(store, project_id=project, agent_id="steward")
+    assert retention.redact_event(first["event"]["id"]).recorded
+    listed = anyio.run(call, "list_events", {"project": project, "task_name": "t"})
+    right = anyio.run(call, "record_event", event)
+    wrong = anyio.run(call, "record_event", {**event, "payload": "PIN 0000"})
+    assert listed["events"][0]["payload"] == "[REDACTED]" and listed["events"][0]["payload_sha256"] is None
+    assert right == wrong and right["recorded"] and right["event"]["payload_sha256"] is None

@@ -219,9 +219,10 @@ def test_writers_with_stale_views_still_number_without_gaps(
     for i in range(10):
         assert history.record_event(task, kind="note", payload=f"a{i}", request_id=f"a{i}").recorded
         assert other.record_event(task, kind="note", payload=f"b{i}", request_id=f"b{i}").recorded
-    # and the replays still answer with the stored result from either side
-    again = other.record_event(task, kind="note", payload="a3", request_id="a3")
+    # and the replays still answer with the stored result, to their own agent
+    again = history.record_event(task, kind="note", payload="a3", request_id="a3")
     assert again.event is not None and again.event.seq == 7 and again.event.author == "planner"
+    assert other.record_event(task, kind="note", payload="b3", request_id="b3").event.seq == 8
     events = history.list_events(task, limit=200).events
     assert [e.seq for e in events] == list(range(1, 21))
     assert sorted(e.payload for e in events) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])

@@ -299,7 +299,7 @@ def test_a_retry_returns_the_whole_result_and_writes_nothing(world: World, monke
     kept = world.store.read(
         world.project_id,
         "MATCH (b:FlagBatch {request: $r}) RETURN b.unit AS unit, size(b.ids) AS n ORDER BY unit",
-        {"r": c.request_node_id(world.project_id, "up-1")},
+        {"r": c.request_node_id(world.project_id, world.graph.agent_id, "up-1")},
     )
     assert kept == [{"unit": 2, "n": 4}, {"unit": 3, "n": 2}]  # the later units' ids, kept with the request
 

@@ -26,7 +26,7 @@ from core._purge import Purger, pending_count
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import ActivityLog, HistoryRetention
-from core.stores.keystore import keys_of
+from core.stores.keystore import SLOT, keys_of
 from core.traces_io import export_project, import_lines
 from reviewer.store import get_store, reset_store
 from tests.conftest import BACKENDS
@@ -102,6 +102,12 @@ def fresh(request: pytest.FixtureRequest, tmp_path: Path, settings: Any, db: Non
     f = Fresh(request.param, tmp_path, settings)
     yield f
     f.close()
+
+
+def _key_counts() -> tuple[int, int]:
+    """(live keys, keys ever made) of the store's key store."""
+    keys = keys_of(get_store())
+    return keys.live_keys(), keys.path.stat().st_size // SLOT
 
 
 def _record_everywhere(project: str, marker: str) -> list[str]:
@@ -211,12 +217,15 @@ def test_a_redaction_leaves_the_marker_nowhere(fresh: Fresh, caplog: pytest.LogC
     page = client.get(f"/p/{project}/events/?task=t").content.decode()
     assert page.count(DONE[fresh.backend]) == 4 and PENDING[fresh.backend] not in page
     assert DONE[fresh.backend] in client.get(f"/p/{project}/activity/").content.decode()
-    # a retry of the first write answers with the body as it is now
+    # a retry of the first write answers with the body as it is now, and
+    # seals nothing: no key is made for it
+    keys = _key_counts()
     again = ConversationHistory(get_store(), project_id=project, agent_id="agent").record_event(
         "t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1"
     )
     assert again.recorded and again.event is not None and again.event.payload == "[REDACTED]"
     assert again.event.redacted_at is not None and again.event.seq == 1
+    assert _key_counts() == keys
     _assert_gone(fresh, project, marker, client, event_ids, caplog)
     fresh.restart()
     _assert_gone(fresh, project, marker, client, event_ids, caplog)
@@ -235,10 +244,12 @@ def test_a_task_deletion_leaves_the_marker_nowhere(fresh: Fresh, caplog: pytest.
     assert done.status_code == 302
     _wait_for_purge()
     assert DONE[fresh.backend] in client.get(f"/p/{project}/activity/").content.decode()
+    keys = _key_counts()
     again = ConversationHistory(get_store(), project_id=project, agent_id="agent").record_event(
         "t", kind="message", role="user", payload=f"{marker} card 4111 (rq)", request_id="rq-1"
     )
     assert again.recorded and again.event is not None and again.event.payload == ""  # no body after deletion
+    assert _key_counts() == keys  # the retry made no key
     _assert_gone(fresh, project, marker, client, event_ids, caplog)
     fresh.restart()
     _assert_gone(fresh, project, marker, client, event_ids, caplog)

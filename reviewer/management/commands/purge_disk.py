@@ -42,5 +42,5 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"purged: {report.covered} redactions/deletions covered, {report.slots} keys destroyed, "
-            f"{report.requests_scrubbed} old request records scrubbed, in {report.seconds:.1f} s; {left} pending now"
+            f"{report.requests_scrubbed} old request records removed, in {report.seconds:.1f} s; {left} pending now"
         )
