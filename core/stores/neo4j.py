@@ -223,14 +223,15 @@ class Neo4jStore(GraphStore):
         nothing for ``read_timeout`` seconds. The driver has no setting for
         that, only the server's hint ``connection.recv_timeout_seconds``,
         which it applies to each new connection's socket; the same is done
-        here to each new connection the pool opens (a server that sends the
-        hint keeps its own)."""
+        here to each new connection the pool opens (the server's hint, 120 s
+        from Neo4j 5, is kept only when shorter)."""
         try:
             driver = GraphDatabase.driver(
                 self._uri,
                 auth=self._auth,
                 connection_timeout=self.connect_timeout,
-                connection_acquisition_timeout=self.connect_timeout + read_timeout,
+                # a connection from the pool, or a new one made (and greeted) in time
+                connection_acquisition_timeout=max(self.connect_timeout, min(read_timeout, 2 * self.connect_timeout)),
                 # what the units retry themselves (``_retrying``)
                 max_transaction_retry_time=0,
                 # "property key does not exist" and the like on a fresh
@@ -244,7 +245,8 @@ class Neo4jStore(GraphStore):
 
         def open_with_read_timeout(*args: Any, **kwargs: Any) -> Any:
             connection = opener(*args, **kwargs)
-            if connection.socket.get_read_timeout() is None:
+            hinted = connection.socket.get_read_timeout()
+            if hinted is None or hinted > read_timeout:
                 connection.socket.set_read_timeout(read_timeout)
             return connection
 
@@ -486,7 +488,7 @@ class Neo4jStore(GraphStore):
 #: how long a unit is run again after a deadlock or a dropped connection
 RETRY_S = 15.0
 #: the server-side transaction timeout outside ``unhurried()``
-TX_TIMEOUT_S = 30.0
+TX_TIMEOUT_S = 60.0
 
 
 def _is_timeout(exc: BaseException | None) -> bool:

@@ -1,17 +1,22 @@
 """A server that accepts connections and never answers (a loopback socket
 that reads nothing and writes nothing) is given up on in bounded time on
-both backends' urls, with GraphStoreError naming it."""
+both backends' urls, with GraphStoreError naming it; a real server that
+stops answering (a proxy in front of it stops passing bytes) is a
+GraphStoreTimeoutError in bounded time, and the same store answers again
+once it passes them again."""
 
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
-from core.stores import GraphStoreError, open_store
+from core.stores import GraphStore, GraphStoreError, GraphStoreTimeoutError, open_store
 
 #: connect 1 s plus read 1.5 s by default; the rest is headroom
 BOUND_S = 5.0
@@ -59,3 +64,100 @@ def test_a_timeout_must_be_a_positive_number() -> None:
     for bad in ("0", "-1", "soon"):
         with pytest.raises(GraphStoreError, match="timeout must be a number"):
             open_store(f"falkordb://127.0.0.1:1?timeout={bad}")
+
+
+class _PausableProxy:
+    """A loopback TCP proxy to a real server that can stop passing bytes
+    either way (the server looks hung: connections stay open, nothing comes
+    back) and start again."""
+
+    def __init__(self, connect: Callable[[], socket.socket]) -> None:
+        self._connect = connect
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(64)
+        self.port = self._listener.getsockname()[1]
+        self._open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = self._connect()
+            self._open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                self.flowing.wait()
+                target.sendall(data)
+        except OSError:
+            pass
+        for end in (source, target):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.flowing.set()
+        self._listener.close()
+        for end in self._open:
+            end.close()
+
+
+@pytest.fixture
+def proxied(
+    store: GraphStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[GraphStore, _PausableProxy]]:
+    """The backend's real server behind a proxy, opened through it."""
+    if store.backend == "falkordb":
+        path = store.embedded_server.socket  # type: ignore[attr-defined]
+
+        def connect() -> socket.socket:
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(str(path))
+            return upstream
+
+        proxy = _PausableProxy(connect)
+        target = f"falkordb://127.0.0.1:{proxy.port}"
+    else:
+        parts = urlsplit(request.getfixturevalue("neo4j_url"))
+        host, port = parts.hostname, parts.port
+        proxy = _PausableProxy(lambda: socket.create_connection((host, port)))
+        credentials = f"{parts.username}:{parts.password}@" if parts.username else ""
+        target = f"bolt://{credentials}127.0.0.1:{proxy.port}"  # bolt: no routing table to lead around the proxy
+    opened = open_store(f"{target}?keys={tmp_path / 'events.keys'}")
+    yield opened, proxy
+    proxy.close()
+    opened.close()
+
+
+def test_a_server_that_stops_answering_is_a_timeout_in_bounded_time_and_answers_again_after(
+    proxied: tuple[GraphStore, _PausableProxy], project_id: str
+) -> None:
+    store, proxy = proxied
+    store.write(project_id, "CREATE (:W {i: 1})")
+    query = "MATCH (n:W) RETURN n.i AS i"
+    assert store.read(project_id, query) == [{"i": 1}]
+    proxy.flowing.clear()
+    try:
+        for attempt in (lambda: store.read(project_id, query), lambda: store.write(project_id, "CREATE (:W {i: 2})")):
+            started = time.monotonic()
+            with pytest.raises(GraphStoreTimeoutError):
+                attempt()
+            took = time.monotonic() - started
+            assert took < BOUND_S, took
+    finally:
+        proxy.flowing.set()
+    time.sleep(0.2)
+    assert {r["i"] for r in store.read(project_id, query)} <= {1, 2}  # the same handle answers again
+    store.write(project_id, "CREATE (:W {i: 3})")
+    assert 3 in {r["i"] for r in store.read(project_id, query)}
