@@ -69,13 +69,50 @@ class ApiError(Exception):
         self.status, self.detail = status, detail
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """A url's origin: scheme, host and port (the scheme's default port when
+    none is written), the unit a browser keeps credentials to."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # a port that is no number matches no origin
+    return scheme, (parts.hostname or "").lower(), port or _DEFAULT_PORTS.get(scheme)
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+#: headers that carry the portal's credentials: never sent to another origin
+_CREDENTIALS = ("authorization", "cookie", "proxy-authorization")
+
+
+class _SameOriginCredentials(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, but a redirect to another origin
+    (another scheme, host or port: ``https`` to ``http`` too) goes without
+    the token, so a portal that redirects elsewhere, or an address that was
+    taken over, never receives it. A redirect within the portal's origin
+    keeps it."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(new.full_url) != _origin(req.full_url):
+            for name in list(new.headers):
+                if name.lower() in _CREDENTIALS:
+                    del new.headers[name]
+        return new
+
+
 class Portal:
     """A connection to one portal with one token. ``retries``: how often a
-    429 or 503 is waited out (its Retry-After) before it raises."""
+    429 or 503 is waited out (its Retry-After) before it raises. The token
+    is sent to the portal's own origin only: a redirect to another origin is
+    followed without it (which that origin answers as it would an anonymous
+    request, usually 401)."""
 
     def __init__(self, base_url: str, *, token: str, timeout: float = 30.0, retries: int = 3) -> None:
         self.base_url = base_url.rstrip("/")
         self.token, self.timeout, self.retries = token, timeout, retries
+        self._opener = urllib.request.build_opener(_SameOriginCredentials())
 
     def close(self) -> None:  # the library's store has one; nothing to close here
         pass
@@ -114,7 +151,7 @@ class Portal:
         for attempt in range(self.retries + 1):
             request = urllib.request.Request(url, data=data, method=method, headers=headers)
             try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as r:
+                with self._opener.open(request, timeout=self.timeout) as r:
                     return r.status, json.loads(r.read() or b"null")
             except urllib.error.HTTPError as e:
                 status, payload = e.code, _decode(e.read())

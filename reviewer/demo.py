@@ -131,8 +131,9 @@ def seed(store: GraphStore, *, projects: tuple[str, str] = PROJECTS) -> Counts:
     """Write the small demo set into the two ``projects``; returns what it
     wrote. The story is fixed, so every run writes the same data."""
     counts = Counts()
-    _acme(_Project(store, projects[0], counts))
-    _globex(_Project(store, projects[1], counts))
+    with store.unhurried():  # many writes, some of them bulk loads: long on purpose
+        _acme(_Project(store, projects[0], counts))
+        _globex(_Project(store, projects[1], counts))
     return counts
 
 

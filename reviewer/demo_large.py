@@ -102,6 +102,28 @@ def seed_large(
     the ten-million-event set uses 1,000, a tenth of the tasks and so a tenth
     of the write units (see docs/stores.md on what each unit costs FalkorDB
     in a graph of millions of nodes)."""
+    with store.unhurried():  # bulk loads of thousands of rows: long on purpose
+        return _seed_large(
+            store,
+            project=project,
+            decisions=decisions,
+            events=events,
+            seed=seed,
+            decisions_per_task=decisions_per_task,
+            progress=progress,
+        )
+
+
+def _seed_large(
+    store: GraphStore,
+    *,
+    project: str,
+    decisions: int,
+    events: int,
+    seed: int,
+    decisions_per_task: int,
+    progress: Callable[[str, int, int], None] | None,
+) -> LargeCounts:
     # One function on purpose: the stages run in order, each feeding the
     # next (documents, tasks and events, decisions, then revisions and the
     # sweep), and its batching is easiest to check read top to bottom.

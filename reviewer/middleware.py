@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.utils.cache import add_never_cache_headers
 
-from core.stores import GraphStoreError, redact_url
+from core.stores import GraphStoreError, GraphStoreTimeoutError, redact_url
 
 from .context import PROJECT_ATTRIBUTE
 from .store import SAFE_METHODS, reset_store
@@ -92,6 +92,10 @@ class StoreUnavailableMiddleware:
         if not isinstance(exception, GraphStoreError):
             return None
         log.warning("graph store unavailable: %s", exception)
+        if isinstance(exception, GraphStoreTimeoutError):
+            # a store that hangs: asking again (or reopening it) would only
+            # wait as long once more; the same handle answers when it is back
+            return store_unavailable_response(request)
         reset_store()  # reconnects: for this page's second asking, or the next request
         match = request.resolver_match
         if request.method in SAFE_METHODS and match is not None and not getattr(request, _ASKED_AGAIN, False):

@@ -8,6 +8,7 @@ given; the README's run command turns DEBUG on for local use.
 from __future__ import annotations
 
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -138,13 +139,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 # Login throttling (django-axes): after REVIEWER_LOGIN_FAILURES failed logins
-# for one account, or from one address, that account or address is refused for
-# REVIEWER_LOGIN_COOLOFF minutes (the login page says so; a further failure
-# during the cool-off starts it again). Failures are logged (logger "axes")
-# and kept in the auth database; `manage.py axes_reset` lifts every lockout.
-# The address is REMOTE_ADDR; with DJANGO_BEHIND_PROXY=1 it is the last
-# X-Forwarded-For entry, the one the proxy itself appended (earlier entries are
-# the client's to invent).
+# for one account from one address, that account is refused from that address
+# for REVIEWER_LOGIN_COOLOFF minutes (the login page says so; a further failure
+# during the cool-off starts it again). Counting the pair, never the account
+# alone or the address alone, means nobody can lock an account from elsewhere
+# nor lock out every account behind one proxy. Failures are logged (logger
+# "axes") and kept in the auth database; `manage.py axes_reset` lifts every
+# lockout. The address is REMOTE_ADDR, or, when REVIEWER_CLIENT_IP_HEADER names
+# a header the proxy sets, that header's last entry (the proxy's own).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",  # passwords
@@ -152,13 +154,17 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env_positive_int("REVIEWER_LOGIN_FAILURES", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_positive_int("REVIEWER_LOGIN_COOLOFF", 15))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # per account and, separately, per address
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the account and the address together
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "reviewer.views.auth.locked_out"
 AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False  # no banner on every manage.py command; failures are still logged
 AXES_CLIENT_IP_CALLABLE = "reviewer.views.auth.client_address"
-REVIEWER_TRUST_FORWARDED_FOR = env_bool("DJANGO_BEHIND_PROXY", False)
+REVIEWER_CLIENT_IP_HEADER = os.environ.get("REVIEWER_CLIENT_IP_HEADER", "").strip()
+if REVIEWER_CLIENT_IP_HEADER and not re.fullmatch(r"[A-Za-z0-9-]+", REVIEWER_CLIENT_IP_HEADER):
+    raise ImproperlyConfigured(
+        f"REVIEWER_CLIENT_IP_HEADER must be a header name such as X-Real-IP, not {REVIEWER_CLIENT_IP_HEADER!r}"
+    )
 AXES_SENSITIVE_PARAMETERS: list[str] = []  # the log names the account and address (never the password)
 
 LOGIN_URL = "login"

@@ -19,7 +19,7 @@ from django.conf import settings
 
 from core._purge import Purger
 from core.retention import purge_disk_soon
-from core.stores import GraphStore, GraphStoreError, open_store
+from core.stores import GraphStore, GraphStoreError, GraphStoreTimeoutError, open_store
 
 T = TypeVar("T")
 
@@ -64,6 +64,8 @@ def ask_store(question: Callable[[GraphStore], T]) -> tuple[GraphStore, T]:
     store = get_store()
     try:
         return store, question(store)
+    except GraphStoreTimeoutError:
+        raise  # a store that hangs is not reopened: that would wait as long again
     except GraphStoreError:
         reset_store()
         store = get_store()

@@ -34,10 +34,17 @@ def purges_held(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Purger, "MAX_WAIT_S", 3600.0)
 
 
+#: the shared test stores wait this long for an answer (the default, 1.5 s, is
+#: for a server that hangs; a test machine running several suites at once can
+#: take longer than that over a bulk load). tests/core/test_store_timeouts.py
+#: and tests/web/test_store_hangs.py open stores with the defaults.
+SLOW_MACHINE_TIMEOUT_S = 30
+
+
 @pytest.fixture(scope="session")
 def falkordb_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphStore]:
     data = tmp_path_factory.mktemp("falkordb")
-    store = open_store(f"falkordb+embedded://{data}?appendfsync=everysec")
+    store = open_store(f"falkordb+embedded://{data}?appendfsync=everysec&timeout={SLOW_MACHINE_TIMEOUT_S}")
     yield store
     store.close()
 
@@ -60,7 +67,8 @@ def neo4j_url() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def neo4j_store(neo4j_url: str) -> Iterator[GraphStore]:
-    store = open_store(neo4j_url)
+    sep = "&" if "?" in neo4j_url else "?"
+    store = open_store(f"{neo4j_url}{sep}timeout={SLOW_MACHINE_TIMEOUT_S}")
     yield store
     store.close()
 

@@ -34,6 +34,9 @@ else:
 from reviewer.settings import *  # noqa: E402, F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+# the store waits 30 s for an answer, not 1.5: a test machine running several
+# suites at once can be that slow (tests/web/test_store_hangs.py opens its own)
+REVIEWER_STORE_URL += "?timeout=30"  # noqa: F405
 
 # The tests do not run collectstatic: templates name the files as they are
 # (`manage.py serve` and its test use the hashed names).

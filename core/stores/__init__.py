@@ -37,6 +37,7 @@ from .base import (
     GraphStoreConstraintViolationError,
     GraphStoreError,
     GraphStoreMissingExtraError,
+    GraphStoreTimeoutError,
     GraphStoreWriteConflictError,
     Schema,
     Tx,
@@ -49,6 +50,7 @@ __all__ = [
     "GraphStoreConstraintViolationError",
     "GraphStoreError",
     "GraphStoreMissingExtraError",
+    "GraphStoreTimeoutError",
     "GraphStoreWriteConflictError",
     "KeyStoreMismatchError",
     "Schema",
@@ -77,15 +79,32 @@ def open_store(url: str) -> GraphStore:
     scheme = parts.scheme.lower()
     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
 
+    timeouts = _timeouts(url, query)
     if scheme == "falkordb+embedded":
-        return _open_embedded(url, parts.netloc, unquote(parts.path), query)
-    store = _open_server(url, parts, scheme, port, query)
+        return _open_embedded(url, parts.netloc, unquote(parts.path), query, timeouts)
+    store = _open_server(url, parts, scheme, port, query, timeouts)
     try:
         _attach_keys(store, url, parts, query)
     except BaseException:
         store.close()
         raise
     return store
+
+
+def _timeouts(url: str, query: dict[str, str]) -> dict[str, float]:
+    """``timeout=`` (seconds to wait for an answer) and ``connect_timeout=``
+    (seconds to make a connection) of a store url, as the stores take them."""
+    found: dict[str, float] = {}
+    for name in ("timeout", "connect_timeout"):
+        if name in query:
+            try:
+                value = float(query[name])
+            except ValueError:
+                value = 0.0
+            if not 0 < value <= 86400:
+                raise _bad(url, f"{name} must be a number of seconds above 0")
+            found[name] = value
+    return found
 
 
 def _attach_keys(store: GraphStore, url: str, parts: object, query: dict[str, str]) -> None:
@@ -109,7 +128,9 @@ def _attach_keys(store: GraphStore, url: str, parts: object, query: dict[str, st
     bind_keys(store, store.keystore)  # type: ignore[attr-defined]
 
 
-def _open_server(url: str, parts: object, scheme: str, port: int | None, query: dict[str, str]) -> GraphStore:
+def _open_server(
+    url: str, parts: object, scheme: str, port: int | None, query: dict[str, str], timeouts: dict[str, float]
+) -> GraphStore:
     if scheme == "falkordb+unix":
         from .falkordb import FalkorDBStore
 
@@ -120,6 +141,7 @@ def _open_server(url: str, parts: object, scheme: str, port: int | None, query: 
             unix_socket_path=unquote(parts.path),
             username=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
+            **timeouts,
         )
     if scheme in ("falkordb", "redis"):
         from .falkordb import FalkorDBStore
@@ -132,6 +154,7 @@ def _open_server(url: str, parts: object, scheme: str, port: int | None, query: 
             port=port or 6379,
             username=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
+            **timeouts,
         )
     if scheme in NEO4J_SCHEMES:
         from .neo4j import Neo4jStore
@@ -146,6 +169,7 @@ def _open_server(url: str, parts: object, scheme: str, port: int | None, query: 
             user=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
             database=database,
+            **timeouts,
         )
     raise _bad(
         url,
@@ -154,21 +178,21 @@ def _open_server(url: str, parts: object, scheme: str, port: int | None, query: 
     )
 
 
-def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str]) -> GraphStore:
+def _open_embedded(url: str, netloc: str, path: str, query: dict[str, str], timeouts: dict[str, float]) -> GraphStore:
     from .embedded import EmbeddedServer, default_data_dir
     from .falkordb import FalkorDBStore
     from .keystore import bind_keys, open_keystore
 
     if netloc:
         raise _bad(url, "an embedded url has no host: write falkordb+embedded:///absolute/path")
-    unknown = set(query) - {"appendfsync"}  # the key store lives in the data directory
+    unknown = set(query) - {"appendfsync", "timeout", "connect_timeout"}  # the key store lives in the data directory
     if unknown:
         raise _bad(url, f"unknown option {sorted(unknown)[0]!r}")
     data_dir = Path(path) if path else default_data_dir()
     server = EmbeddedServer(data_dir, appendfsync=query.get("appendfsync", "always"))
     socket = server.acquire()
     try:
-        store = FalkorDBStore(url, unix_socket_path=socket, on_close=server.release)
+        store = FalkorDBStore(url, unix_socket_path=socket, on_close=server.release, **timeouts)
     except BaseException:
         server.release()
         raise

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -55,6 +56,23 @@ class GraphStoreWriteConflictError(GraphStoreError):
 
 class GraphStoreConstraintViolationError(GraphStoreError):
     """The backend reported a uniqueness violation."""
+
+
+class GraphStoreTimeoutError(GraphStoreError):
+    """The backend did not answer in time (``timeout=`` / ``connect_timeout=``
+    of the store url). A write that timed out may or may not have been
+    applied: retry it with its request id."""
+
+
+#: Seconds to make a connection (TCP, handshake) before giving up.
+CONNECT_TIMEOUT_S = 1.0
+#: Seconds to wait for any answer of the server once a statement was sent:
+#: a page of a store that hangs is a 503 after this, not a wait without end.
+READ_TIMEOUT_S = 1.5
+#: The same, inside ``store.unhurried()``: the operations that are long on
+#: purpose (a bulk load, the demo seeding, an import, a disk purge, schema
+#: setup on a big store, dropping a project).
+LONG_TIMEOUT_S = 3600.0
 
 
 def check_identifier(name: str) -> str:
@@ -292,6 +310,13 @@ class GraphStore(ABC):
     @abstractmethod
     def ping(self) -> None:
         """Raise :class:`GraphStoreError` unless the backend answers."""
+
+    def unhurried(self) -> AbstractContextManager[None]:
+        """Within this, this thread's statements wait up to
+        ``LONG_TIMEOUT_S`` for an answer instead of the store's short read
+        timeout (a bulk load, an import, a purge). Stores that have no short
+        timeout give a context that does nothing."""
+        return nullcontext()
 
     @abstractmethod
     def list_projects(self) -> list[str]:

@@ -46,6 +46,13 @@ USERS_LOCK = "users.lock"
 APPENDFSYNC_CHOICES = ("always", "everysec", "no")
 START_TIMEOUT_S = 60.0  # to answer at all; a server loading its data is waited for as long as it loads
 PROBE_TIMEOUT_S = 2.0
+#: A server that neither answers (a ``LOADING`` reply is an answer) nor uses
+#: any CPU for this long is hung: opening the store gives up, and a server
+#: this process started is stopped (SIGTERM, then SIGKILL after STOP_WAIT_S).
+#: A server loading a big store is busy on the CPU all along, so it is
+#: waited for however long it takes.
+STALL_S = 10.0
+STOP_WAIT_S = 5.0
 FOLD_WAIT_S = 60.0  # a stop waits this long for the rewrite that folds replayed constraints (``_fold_constraints``)
 #: a unique constraint's creation, as the append-only file records it
 _CONSTRAINT_RECORD = re.compile(rb"(?i)graph\.constraint")
@@ -119,6 +126,37 @@ def _probe_client(socket: Path, *, timeout: float):  # type: ignore[no-untyped-d
     )
 
 
+def _cpu_ticks(pid: int | None) -> int | None:
+    """The CPU time a process (every thread of it) has used, in clock ticks."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class _Progress:
+    """Whether a server that does not answer yet is still getting anywhere:
+    it says it is loading, or it used some CPU since the last look."""
+
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self._ticks: int | None = None
+
+    def seen(self, state: str, pid: int | None) -> None:
+        ticks = _cpu_ticks(pid)
+        if state == "loading" or (ticks is not None and self._ticks is not None and ticks > self._ticks):
+            self.last = time.monotonic()
+        if ticks is not None:
+            self._ticks = ticks
+
+    def stalled_for(self) -> float:
+        return time.monotonic() - self.last
+
+
 def _answers(socket: Path) -> bool:
     return _state(socket) == "up"
 
@@ -134,8 +172,10 @@ def _state(socket: Path) -> str:
     client = _probe_client(socket, timeout=PROBE_TIMEOUT_S)
     try:
         return "up" if client.ping() else "down"
-    except (redis.BusyLoadingError, redis.TimeoutError):
+    except redis.BusyLoadingError:
         return "loading"
+    except redis.TimeoutError:
+        return "silent"  # loading and too busy to answer, or hung: its CPU tells
     except redis.RedisError:
         return "down"
     finally:
@@ -286,6 +326,7 @@ class EmbeddedServer:
                 f"{(done.stderr or done.stdout).strip()[:500]} (see {self.data_dir / LOG_NAME})"
             )
         deadline = time.monotonic() + START_TIMEOUT_S
+        progress = _Progress()
         while time.monotonic() < deadline:
             state = _state(self.socket)
             if state == "up":
@@ -293,23 +334,61 @@ class EmbeddedServer:
             pid = _read_pid(self.pid_file)
             if pid is not None and not _pid_alive(pid):
                 break
-            if state == "loading":  # alive and reading its data: however long that takes
+            progress.seen(state, pid)
+            if pid is not None and progress.stalled_for() > STALL_S:
+                self._stop_hung(pid)
+                raise GraphStoreError(
+                    f"the embedded FalkorDB server in {self.data_dir} (pid {pid}) neither answered nor used "
+                    f"any CPU for {STALL_S:g} s: it was stopped ({self._log_tail()})"
+                )
+            if state in ("loading", "silent"):  # alive and reading its data: however long that takes
                 deadline = time.monotonic() + START_TIMEOUT_S
             time.sleep(0.02)
         raise GraphStoreError(f"the embedded FalkorDB server in {self.data_dir} did not answer: {self._log_tail()}")
 
     def _wait_until_answering(self, pid: int) -> bool:
         deadline = time.monotonic() + START_TIMEOUT_S
+        progress = _Progress()
         while time.monotonic() < deadline:
             state = _state(self.socket)
             if state == "up":
                 return True
             if not _pid_alive(pid):
                 return False
-            if state == "loading":  # loading a big data set takes minutes: wait while it does
+            progress.seen(state, pid)
+            if progress.stalled_for() > STALL_S:
+                raise GraphStoreError(
+                    f"the FalkorDB server (pid {pid}) that owns {self.data_dir} neither answered on {self.socket} "
+                    f"nor used any CPU for {STALL_S:g} s: it is hung; another process started it, so it is left "
+                    "running (stop it, and the next open starts a new one on the same files)"
+                )
+            if state in ("loading", "silent"):  # loading a big data set takes minutes: wait while it does
                 deadline = time.monotonic() + START_TIMEOUT_S
             time.sleep(0.05)
         return False
+
+    def _stop_hung(self, pid: int) -> None:
+        """End a server that does not answer: SIGTERM, and SIGKILL when it
+        has not gone after ``STOP_WAIT_S`` (a server hung in its module
+        ignores SIGTERM; a stopped one cannot act on it). What it
+        acknowledged is in the append-only file already."""
+        for sig, wait in ((signal.SIGTERM, STOP_WAIT_S), (signal.SIGKILL, STOP_WAIT_S)):
+            try:
+                os.kill(pid, sig)
+                if sig == signal.SIGTERM:
+                    os.kill(pid, signal.SIGCONT)  # a stopped process acts on SIGTERM only once resumed
+            except ProcessLookupError:
+                break
+            until = time.monotonic() + wait
+            while _pid_alive(pid) and time.monotonic() < until:
+                time.sleep(0.02)
+            if not _pid_alive(pid):
+                break
+        for leftover in (self.socket, self.pid_file):
+            try:
+                leftover.unlink()
+            except FileNotFoundError:
+                pass
 
     def _log_tail(self) -> str:
         try:
@@ -379,6 +458,10 @@ class EmbeddedServer:
 
         pid = self.server_pid()
         if pid is None:
+            return
+        before = _cpu_ticks(pid)
+        if _state(self.socket) == "silent" and before is not None and _cpu_ticks(pid) == before:
+            self._stop_hung(pid)  # silent for PROBE_TIMEOUT_S and idle: hung, it would not act on SHUTDOWN
             return
         client = _probe_client(self.socket, timeout=0.5)
         try:

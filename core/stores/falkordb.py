@@ -25,12 +25,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from .base import (
+    CONNECT_TIMEOUT_S,
     CONSTRAINT_RETRIES,
     DEFAULT_MAX_ATTEMPTS,
+    LONG_TIMEOUT_S,
+    READ_TIMEOUT_S,
     GraphStore,
     GraphStoreConstraintViolationError,
     GraphStoreError,
     GraphStoreMissingExtraError,
+    GraphStoreTimeoutError,
     GraphStoreWriteConflictError,
     Row,
     Schema,
@@ -44,6 +48,8 @@ try:  # the client packages are declared dependencies, but say so clearly if abs
     import redis
     from falkordb import FalkorDB
     from falkordb.query_result import QueryResult
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 except ImportError as exc:  # pragma: no cover - exercised only without the package
     redis = None  # type: ignore[assignment]
     _IMPORT_ERROR: ImportError | None = exc
@@ -257,26 +263,41 @@ class FalkorDBStore(GraphStore):
         username: str | None = None,
         password: str | None = None,
         on_close: Callable[[], None] | None = None,
+        timeout: float = READ_TIMEOUT_S,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
     ) -> None:
         _require_client()
         self.url = url
         self._on_close = on_close
+        self.timeout, self.connect_timeout = timeout, connect_timeout
+        # A dropped connection (the server restarted) is tried once more at
+        # once; a timeout is not: a server that did not answer in ``timeout``
+        # is not asked again and again (redis-py's default retries each
+        # timeout three times with backoff).
+        retry = Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,))
         kwargs: dict[str, Any] = {
             "username": username,
             "password": password,
-            "socket_timeout": 60,
-            "socket_connect_timeout": 5,
+            "socket_timeout": timeout,
+            "socket_connect_timeout": connect_timeout,
+            "retry": retry,
         }
         if unix_socket_path:
             kwargs["unix_socket_path"] = unix_socket_path
         else:
             kwargs["host"] = host or "localhost"
             kwargs["port"] = port or 6379
+        self._kwargs = kwargs
         try:
             self._db = FalkorDB(**kwargs)
         except Exception as exc:  # the client connects eagerly
             raise GraphStoreError(f"cannot connect to {redact_url(url)}: {exc}") from exc
-        self._redis: redis.Redis = self._db.connection
+        self._short: redis.Redis = self._db.connection
+        #: the client of ``unhurried()``: its own connections, each waiting up
+        #: to LONG_TIMEOUT_S for an answer (made on first use)
+        self._long: redis.Redis | None = None
+        self._patience = threading.local()
+        self._long_lock = threading.Lock()
         self._graphs: dict[str, Any] = {}
         self._schema_done: set[tuple[str, Schema]] = set()
         self._lock = threading.Lock()
@@ -296,6 +317,31 @@ class FalkorDBStore(GraphStore):
         self.ping()
 
     # -- plumbing ---------------------------------------------------------
+
+    @property
+    def _redis(self) -> redis.Redis:
+        """This thread's client: the short read timeout's, or inside
+        ``unhurried()`` the long one's."""
+        if not getattr(self._patience, "depth", 0):
+            return self._short
+        with self._long_lock:
+            if self._long is None:
+                self._long = redis.Redis(**{**self._kwargs, "socket_timeout": LONG_TIMEOUT_S, "decode_responses": True})
+            return self._long
+
+    @contextmanager
+    def unhurried(self) -> Iterator[None]:
+        self._patience.depth = getattr(self._patience, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._patience.depth -= 1
+
+    def _timed_out(self, exc: Exception) -> GraphStoreTimeoutError:
+        return GraphStoreTimeoutError(
+            f"FalkorDB at {redact_url(self.url)} did not answer within {self.timeout:g} s "
+            f"(the store url's timeout=): {exc}"
+        )
 
     def _graph(self, project_id: str) -> Any:
         graph = self._graphs.get(project_id)
@@ -318,6 +364,8 @@ class FalkorDBStore(GraphStore):
         try:
             with self._gate.query(graph.name):
                 raw = execute(command, graph.name, text, "--compact")
+        except redis.TimeoutError as exc:
+            raise self._timed_out(exc) from exc
         except redis.ConnectionError as exc:
             raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
         except redis.ResponseError as exc:
@@ -446,6 +494,8 @@ class FalkorDBStore(GraphStore):
                     raise
                 self.unit_retries += 1
                 continue
+            except redis.TimeoutError as exc:
+                raise self._timed_out(exc) from exc
             except redis.ConnectionError as exc:
                 raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} is unreachable: {exc}") from exc
             except redis.RedisError as exc:
@@ -543,6 +593,10 @@ class FalkorDBStore(GraphStore):
     def ensure_schema(self, project_id: str, schema: Schema) -> None:
         if (project_id, schema) in self._schema_done:
             return
+        with self.unhurried():  # indexes of a big graph take their time
+            self._ensure_schema(project_id, schema)
+
+    def _ensure_schema(self, project_id: str, schema: Schema) -> None:
         graph = self._graph(project_id)
         # the gate first: a unit waited for may itself set up another project
         with self._gate.change(graph.name), self._lock:
@@ -663,6 +717,8 @@ class FalkorDBStore(GraphStore):
     def ping(self) -> None:
         try:
             self._redis.ping()
+        except redis.TimeoutError as exc:
+            raise self._timed_out(exc) from exc
         except redis.RedisError as exc:
             raise GraphStoreError(f"FalkorDB at {redact_url(self.url)} does not answer: {exc}") from exc
 
@@ -676,7 +732,8 @@ class FalkorDBStore(GraphStore):
 
     def drop_project(self, project_id: str) -> None:
         try:
-            self._redis.delete(graph_key(project_id))
+            with self.unhurried():
+                self._redis.delete(graph_key(project_id))
         except redis.RedisError as exc:
             raise GraphStoreError(f"cannot drop project {project_id!r}: {exc}") from exc
         self._graphs.pop(project_id, None)
@@ -698,7 +755,9 @@ class FalkorDBStore(GraphStore):
 
     def close(self) -> None:
         try:
-            self._redis.close()
+            self._short.close()
+            if self._long is not None:
+                self._long.close()
         finally:
             if self._on_close is not None:
                 callback, self._on_close = self._on_close, None

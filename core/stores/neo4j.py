@@ -11,18 +11,25 @@ switches) are retried by the driver.
 from __future__ import annotations
 
 import hashlib
+import random
 import re
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from .base import (
+    CONNECT_TIMEOUT_S,
     CONSTRAINT_RETRIES,
     DEFAULT_MAX_ATTEMPTS,
+    LONG_TIMEOUT_S,
+    READ_TIMEOUT_S,
     GraphStore,
     GraphStoreConstraintViolationError,
     GraphStoreError,
     GraphStoreMissingExtraError,
+    GraphStoreTimeoutError,
     GraphStoreWriteConflictError,
     Row,
     Schema,
@@ -35,6 +42,7 @@ try:
     import neo4j
     from neo4j import GraphDatabase
     from neo4j import exceptions as neo4j_errors
+    from neo4j._exceptions import SocketDeadlineExceededError as _DeadlineExceeded
 except ImportError as exc:  # pragma: no cover - exercised only without the package
     neo4j = None  # type: ignore[assignment]
     _IMPORT_ERROR: ImportError | None = exc
@@ -194,6 +202,8 @@ class Neo4jStore(GraphStore):
         user: str | None,
         password: str | None,
         database: str | None,
+        timeout: float = READ_TIMEOUT_S,
+        connect_timeout: float = CONNECT_TIMEOUT_S,
     ) -> None:
         if _IMPORT_ERROR is not None:
             raise GraphStoreMissingExtraError(
@@ -201,30 +211,105 @@ class Neo4jStore(GraphStore):
             )
         self.url = url
         self._database = database or "neo4j"
-        auth = (user, password or "") if user else None
+        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self._uri, self._auth = uri, (user, password or "") if user else None
+        self._patience = threading.local()
+        self._long_lock = threading.Lock()
+        self._long_driver: Any = None
+        self._driver = self._make_driver(timeout)
+        self._schema_done: set[Schema] = set()
+        self._lock = threading.Lock()
+        self.ping()
+
+    def _make_driver(self, read_timeout: float) -> Any:
+        """A driver whose connections give up on a server that sends
+        nothing for ``read_timeout`` seconds. The driver has no setting for
+        that, only the server's hint ``connection.recv_timeout_seconds``,
+        which it applies to each new connection's socket; the same is done
+        here to each new connection the pool opens (the server's hint, 120 s
+        from Neo4j 5, is kept only when shorter)."""
         try:
-            self._driver = GraphDatabase.driver(
-                uri,
-                auth=auth,
-                connection_timeout=5,
-                max_transaction_retry_time=15,
+            driver = GraphDatabase.driver(
+                self._uri,
+                auth=self._auth,
+                connection_timeout=self.connect_timeout,
+                # a connection from the pool, or a new one made (and greeted) in time
+                connection_acquisition_timeout=max(self.connect_timeout, min(read_timeout, 2 * self.connect_timeout)),
+                # what the units retry themselves (``_retrying``)
+                max_transaction_retry_time=0,
                 # "property key does not exist" and the like on a fresh
                 # database are not worth a log line per query
                 notifications_min_severity="OFF",
             )
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, ValueError) as exc:
-            raise GraphStoreError(f"bad Neo4j url {redact_url(url)}: {exc}") from exc
-        self._schema_done: set[Schema] = set()
-        self._lock = threading.Lock()
-        self.ping()
+            raise GraphStoreError(f"bad Neo4j url {redact_url(self.url)}: {exc}") from exc
+        pool = driver._pool
+        opener = pool.opener
+
+        def open_with_read_timeout(*args: Any, **kwargs: Any) -> Any:
+            connection = opener(*args, **kwargs)
+            hinted = connection.socket.get_read_timeout()
+            if hinted is None or hinted > read_timeout:
+                connection.socket.set_read_timeout(read_timeout)
+            return connection
+
+        pool.opener = open_with_read_timeout
+        return driver
+
+    @contextmanager
+    def unhurried(self) -> Iterator[None]:
+        self._patience.depth = getattr(self._patience, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._patience.depth -= 1
+
+    def _patient(self) -> bool:
+        return bool(getattr(self._patience, "depth", 0))
+
+    def _current_driver(self) -> Any:
+        if not self._patient():
+            return self._driver
+        with self._long_lock:
+            if self._long_driver is None:
+                self._long_driver = self._make_driver(LONG_TIMEOUT_S)
+            return self._long_driver
+
+    def _tx_timeout(self) -> float:
+        """The transaction timeout the server enforces, a backstop: a
+        transaction still open after it (its client gone quiet while it holds
+        locks others wait for) is ended there. The client's own read timeout
+        is what bounds a page; this counts the unit's time in Python too."""
+        return LONG_TIMEOUT_S if self._patient() else TX_TIMEOUT_S
 
     def _session(self, *, write: bool) -> Any:
-        return self._driver.session(
+        return self._current_driver().session(
             database=self._database,
             default_access_mode=neo4j.WRITE_ACCESS if write else neo4j.READ_ACCESS,
         )
 
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` run again after what the driver calls retryable
+        (a deadlock, a dropped connection, a leader switch), for up to
+        ``RETRY_S``, but never after a timeout: a server that did not answer
+        in time is not asked again and again."""
+        deadline = time.monotonic() + RETRY_S
+        delay = 0.02
+        while True:
+            try:
+                return attempt()
+            except (neo4j_errors.Neo4jError, neo4j_errors.DriverError) as exc:
+                if _is_timeout(exc) or not exc.is_retryable() or time.monotonic() > deadline:
+                    raise
+            time.sleep(random.uniform(0, delay))
+            delay = min(delay * 2, 1.0)
+
     def _wrap(self, exc: Exception) -> GraphStoreError:
+        if _is_timeout(exc):
+            return GraphStoreTimeoutError(
+                f"Neo4j at {redact_url(self.url)} did not answer within {self.timeout:g} s "
+                f"(the store url's timeout=): {exc}"
+            )
         if isinstance(exc, neo4j_errors.ConstraintError):
             return GraphStoreConstraintViolationError(str(exc))
         if isinstance(exc, neo4j_errors.AuthError):
@@ -242,14 +327,21 @@ class Neo4jStore(GraphStore):
         # transaction would retry (a deadlock, a leader switch, a dropped
         # connection) is retried as one, before anything was returned.
         args = dict(params or {})
+        timeout = self._tx_timeout()
         try:
             with self._session(write=False) as session:
                 try:
-                    return [_plain_row(r) for r in session.run(query, args)]
-                except _RETRIED:
-                    pass
-            with self._session(write=False) as session:
-                return session.execute_read(lambda tx: [_plain_row(r) for r in tx.run(query, args)])
+                    return [_plain_row(r) for r in session.run(neo4j.Query(query, timeout=timeout), args)]
+                except _RETRIED as exc:
+                    if _is_timeout(exc):
+                        raise
+            read = neo4j.unit_of_work(timeout=timeout)(lambda tx: [_plain_row(r) for r in tx.run(query, args)])
+
+            def again() -> list[Row]:
+                with self._session(write=False) as session:
+                    return session.execute_read(read)
+
+            return self._retrying(again)
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
 
@@ -262,7 +354,7 @@ class Neo4jStore(GraphStore):
         guard: tuple[str, str] | None = None,  # the statement takes its node's lock itself
     ) -> list[Row]:
         try:
-            with self._session(write=True) as session, session.begin_transaction() as tx:
+            with self._session(write=True) as session, session.begin_transaction(timeout=self._tx_timeout()) as tx:
                 rows = [_plain_row(r) for r in tx.run(query, dict(params or {}))]
                 tx.commit()
                 return rows
@@ -291,11 +383,16 @@ class Neo4jStore(GraphStore):
                 tx.run(query, params).consume()
             return result
 
+        unit = neo4j.unit_of_work(timeout=self._tx_timeout())(run)
+
+        def attempt() -> T:
+            with self._session(write=True) as session:
+                return session.execute_write(unit)
+
         constraint_failures = 0
         while True:
             try:
-                with self._session(write=True) as session:
-                    return session.execute_write(run)
+                return self._retrying(attempt)
             except neo4j_errors.ConstraintError as exc:
                 constraint_failures += 1
                 if constraint_failures > CONSTRAINT_RETRIES:
@@ -339,7 +436,7 @@ class Neo4jStore(GraphStore):
                     f"FOR (n:{ft.label}) ON EACH [{props}]"
                 )
             try:
-                with self._session(write=True) as session:
+                with self.unhurried(), self._session(write=True) as session:  # indexes of a big store take time
                     for statement in dict.fromkeys(statements):
                         session.run(statement).consume()
                     session.run("CALL db.awaitIndexes(60)").consume()
@@ -387,7 +484,7 @@ class Neo4jStore(GraphStore):
     def drop_project(self, project_id: str) -> None:
         query = "MATCH (n {project_id: $p}) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS"
         try:
-            with self._session(write=True) as session:
+            with self.unhurried(), self._session(write=True) as session:
                 session.run(query, {"p": project_id}).consume()
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise self._wrap(exc) from exc
@@ -417,6 +514,30 @@ class Neo4jStore(GraphStore):
 
     def close(self) -> None:
         self._driver.close()
+        if self._long_driver is not None:
+            self._long_driver.close()
+
+
+#: how long a unit is run again after a deadlock or a dropped connection
+RETRY_S = 15.0
+#: the server-side transaction timeout outside ``unhurried()``
+TX_TIMEOUT_S = 60.0
+
+
+def _is_timeout(exc: BaseException | None) -> bool:
+    """Whether a driver error comes from a server that did not answer in
+    time: a socket's read timeout, a connection not made in time, or the
+    server's own transaction timeout."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, (TimeoutError, _DeadlineExceeded)):
+            return True
+        if isinstance(exc, neo4j_errors.Neo4jError) and "TransactionTimedOut" in (exc.code or ""):
+            return True
+        if isinstance(exc, neo4j_errors.DriverError) and "timed out" in str(exc).lower():
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return False
 
 
 def _name(prefix: str, label: str, properties: tuple[str, ...]) -> str:

@@ -38,10 +38,11 @@ REWRITE_TIMEOUT_S = 3600.0
 def purge_files(store: GraphStore, *, timeout: float = REWRITE_TIMEOUT_S) -> dict[str, Any]:
     """Rewrite or checkpoint the store's files. Raises GraphStoreError when
     the rewrite fails or does not finish in ``timeout`` seconds."""
-    if store.backend == "falkordb":
-        return _falkordb(store, timeout)
-    if store.backend == "neo4j":
-        return _neo4j(store)
+    with store.unhurried():  # a rewrite of a big file is long on purpose
+        if store.backend == "falkordb":
+            return _falkordb(store, timeout)
+        if store.backend == "neo4j":
+            return _neo4j(store)
     raise GraphStoreError(f"no disk purge for backend {store.backend!r}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import Any
 
@@ -23,13 +24,22 @@ log = logging.getLogger("reviewer.login")
 
 
 def client_address(request: HttpRequest) -> str | None:
-    """The address login failures are counted against: the connection's, or
-    behind a proxy (``DJANGO_BEHIND_PROXY``) the last X-Forwarded-For entry,
-    which the proxy appended (the ones before it are the client's to invent)."""
-    if settings.REVIEWER_TRUST_FORWARDED_FOR:
-        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if a.strip()]
-        if forwarded:
-            return forwarded[-1][:64]
+    """The address login failures are counted against: the connection's, or,
+    when ``REVIEWER_CLIENT_IP_HEADER`` names a header the proxy in front sets
+    (``X-Real-IP``, ``X-Forwarded-For``), the last entry of that header, the
+    one the proxy wrote (entries before it are the client's to invent). A
+    request without the header, or with a value that is no address, counts
+    from the connection's address."""
+    name = settings.REVIEWER_CLIENT_IP_HEADER
+    if name:
+        value = request.META.get("HTTP_" + name.upper().replace("-", "_"), "")
+        entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+        if entries:
+            candidate = entries[-1].removeprefix("[").split("]")[0]
+            try:
+                return str(ipaddress.ip_address(candidate))
+            except ValueError:
+                log.warning("%s holds no address (%r): counting the connection's address", name, entries[-1][:64])
     return request.META.get("REMOTE_ADDR")
 
 
@@ -41,7 +51,7 @@ def locked_out(request: HttpRequest, response: HttpResponse | None = None, crede
     log.warning("login refused during a cool-off: account %r from %s", username, client_address(request))
     form = AuthenticationForm(request, initial={"username": username})
     message = (
-        f"Too many failed logins for this account or from this address. "
+        f"Too many failed logins for this account from this address. "
         f"Logging in is paused for {minutes} minute{'s' if minutes != 1 else ''}; "
         "each further attempt starts the pause again. Ask an administrator if you are locked out."
     )

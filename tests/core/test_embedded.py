@@ -219,7 +219,8 @@ def test_a_store_that_takes_longer_to_load_than_the_start_wait_is_waited_for(
     from core.stores import embedded
 
     store = open_store(url(tmp_path, "everysec"))
-    store.write("p", "UNWIND range(1, 2000000) AS i CREATE (:Filler {i: i, text: 'filler to load back'})")
+    with store.unhurried():  # a bulk write, long on purpose
+        store.write("p", "UNWIND range(1, 2000000) AS i CREATE (:Filler {i: i, text: 'filler to load back'})")
     store.close()
     monkeypatch.setattr(embedded, "START_TIMEOUT_S", 0.3)
     monkeypatch.setattr(embedded, "PROBE_TIMEOUT_S", 0.1)
@@ -289,3 +290,67 @@ def test_a_store_that_set_up_nothing_stops_without_a_rewrite(tmp_path: Path) -> 
     assert sorted(p.name for p in (tmp_path / "appendonlydir").iterdir() if p.name.endswith(".rdb")) == [
         "appendonly.aof.2.base.rdb"
     ]  # the one base the first stop made: this stop made none
+
+
+def test_opening_a_directory_whose_server_hangs_gives_up_in_bounded_time(tmp_path: Path) -> None:
+    """A server that neither answers nor uses any CPU (stopped with SIGSTOP,
+    as a deadlocked one is) is given up on after STALL_S, with an error that
+    says so; once it resumes the directory opens again."""
+    from core.stores import embedded
+
+    store = open_store(url(tmp_path))
+    store.write("p", "CREATE (:W {i: 1})")
+    pid = store.embedded_server.server_pid()  # type: ignore[attr-defined]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(GraphStoreError, match="neither answered") as caught:
+            EmbeddedServer(tmp_path).acquire()
+        took = time.monotonic() - started
+        assert embedded.STALL_S <= took < embedded.STALL_S + 3 * embedded.PROBE_TIMEOUT_S + 5, took
+        assert f"pid {pid}" in str(caught.value) and not pid_gone(pid)  # not ours: left running
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert items(store) == [1]  # the same handle answers again
+    store.close()
+    assert pid_gone(pid)
+
+
+def test_a_server_that_hangs_as_it_starts_is_stopped_and_the_next_start_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server this process starts is stopped with SIGSTOP before it
+    answers: the start gives up after STALL_S, kills it (a stopped process
+    cannot act on SIGTERM: SIGKILL), and nothing acknowledged is lost."""
+    from core.stores import embedded
+
+    store = open_store(url(tmp_path))
+    store.write("p", "CREATE (:W {i: 1})")
+    store.close()
+    real_run = subprocess.run
+    hung: list[int] = []
+
+    def start_then_stop(args, **kwargs):  # type: ignore[no-untyped-def]
+        done = real_run(args, **kwargs)
+        pid_file = tmp_path / embedded.PID_NAME
+        for _ in range(500):
+            pid = embedded._read_pid(pid_file)
+            if pid is not None:
+                os.kill(pid, signal.SIGSTOP)
+                hung.append(pid)
+                break
+            time.sleep(0.002)
+        return done
+
+    monkeypatch.setattr(embedded.subprocess, "run", start_then_stop)
+    monkeypatch.setattr(embedded, "STOP_WAIT_S", 1.0)  # SIGTERM cannot end a stopped process: on to SIGKILL
+    started = time.monotonic()
+    with pytest.raises(GraphStoreError, match="it was stopped"):
+        open_store(url(tmp_path))
+    took = time.monotonic() - started
+    assert hung and pid_gone(hung[0])
+    assert took < embedded.STALL_S + 3 * embedded.PROBE_TIMEOUT_S + 5, took
+    monkeypatch.setattr(embedded.subprocess, "run", real_run)
+    again = open_store(url(tmp_path))
+    assert items(again) == [1]
+    again.close()

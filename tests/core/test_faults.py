@@ -102,7 +102,7 @@ def test_a_neo4j_restart_mid_stream_loses_nothing_and_duplicates_nothing(tmp_pat
         port = probe.getsockname()[1]
     data = str(tmp_path / "neo4j")
     server = Neo4jServer(port=port, data_dir=data)
-    store = open_store(server.url)
+    store = open_store(server.url + "?timeout=120")  # a fresh server on a loaded machine plans slowly
     total, restart_at = 120, 50
     try:
         history = ConversationHistory(store, project_id="p", agent_id="writer")

@@ -213,7 +213,7 @@ def test_an_action_on_a_store_whose_client_reconnects_asks_no_ping_first(
 
     from .conftest import make_user
 
-    store = open_store(neo4j_url)  # a handle of its own: this test may close it
+    store = open_store(neo4j_url + "?timeout=30")  # a handle of its own: this test may close it
     project = "shell-" + uuid.uuid4().hex[:8]
     try:
         assert store.reconnects

@@ -31,7 +31,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no project {project!r} in the store")
             target = output.open("w", encoding="utf-8") if output else sys.stdout
             count = 0
-            with target if output else nullcontext(target) as out:
+            with target if output else nullcontext(target) as out, store.unhurried():  # long on purpose
                 for line in export_project(store, project):
                     out.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
                     count += 1

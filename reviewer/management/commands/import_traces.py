@@ -37,7 +37,7 @@ class Command(BaseCommand):
         last_report = time.monotonic()
         try:
             store = check_store()
-            with source:
+            with source, store.unhurried():  # a big import is long on purpose
                 for number, outcome in import_lines(store, source, project=project):
                     if isinstance(outcome, LineError):
                         failed += 1
