@@ -28,7 +28,7 @@ from core.retention import REDACTED, HistoryRetention
 from core.stores import KeyStoreMismatchError, open_store
 from core.stores.embedded import PACKAGE_DATA_DIR
 from core.stores.keystore import BINDING, RedisKeyStore
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, SLOW_MACHINE_TIMEOUT_S
 from tests.redis_server import redis_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,18 +48,18 @@ def graph_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A graph of the test's own, with nothing bound yet."""
     if request.param == "falkordb":
         with redis_server(tmp_path / "falkordb", falkordb=True) as sock:
-            yield f"falkordb+unix://{sock}"
+            yield f"falkordb+unix://{sock}?timeout={SLOW_MACHINE_TIMEOUT_S}"
         return
     url = request.getfixturevalue("second_neo4j")
     import neo4j
 
     with neo4j.GraphDatabase.driver(url) as driver, driver.session() as session:
         session.run("MATCH (n) CALL { WITH n DETACH DELETE n } IN TRANSACTIONS OF 5000 ROWS").consume()
-    yield url
+    yield f"{url}?timeout={SLOW_MACHINE_TIMEOUT_S}"
 
 
 def _with_keys(url: str, keys: str | Path) -> str:
-    return f"{url}?keys={quote(str(keys), safe='/')}"
+    return f"{url}{'&' if '?' in url else '?'}keys={quote(str(keys), safe='/')}"
 
 
 def _record(url: str, text: str) -> str:
@@ -111,7 +111,7 @@ def test_a_key_store_that_is_not_the_graphs_is_refused_and_says_how_to_fix_it(gr
     assert other.stat().st_size == 0  # and no key given out from it
     # a key store bound to another graph is refused as well
     with redis_server(tmp_path / "elsewhere", falkordb=True) as sock:
-        _record(_with_keys(f"falkordb+unix://{sock}", other), "another graph's body")
+        _record(_with_keys(f"falkordb+unix://{sock}?timeout={SLOW_MACHINE_TIMEOUT_S}", other), "another graph's body")
     with pytest.raises(KeyStoreMismatchError, match="another graph"):
         open_store(_with_keys(graph_url, other))
     assert _bodies(_with_keys(graph_url, own)) == ["kept body"]  # its own still opens it
