@@ -10,6 +10,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+#: a benchmark store waits this long for an answer (the default is for a store
+#: that hangs; seeding a million decisions sends statements that take longer)
+SEEDING_TIMEOUT_S = 120
+
 TITLES = {
     "falkordb": "embedded FalkorDB (appendfsync everysec)",
     "neo4j": "Neo4j 5.26 Community (in-process, Bolt on loopback)",
@@ -39,7 +43,7 @@ def each_store(
     for backend in [b.strip() for b in backends.split(",") if b.strip()]:
         if backend == "falkordb":
             where = os.path.join(keep, "falkordb") if keep else tempfile.mkdtemp(prefix=prefix)
-            url = f"falkordb+embedded://{os.path.abspath(where)}?appendfsync=everysec"
+            url = f"falkordb+embedded://{os.path.abspath(where)}?appendfsync=everysec&timeout={SEEDING_TIMEOUT_S}"
             with open_store(url) as store:  # a large kept store: waited for while it loads
                 yield TITLES[backend], store, url
         elif backend == "neo4j":
@@ -51,7 +55,7 @@ def each_store(
                 with running(
                     data_dir=os.path.join(home, "server"), pagecache=neo4j_pagecache, heap=neo4j_heap
                 ) as server:
-                    url = f"{server.url}?keys={os.path.join(home, 'events.keys')}"
+                    url = f"{server.url}?keys={os.path.join(home, 'events.keys')}&timeout={SEEDING_TIMEOUT_S}"
                     with open_store(url) as store:
                         _SERVER_PIDS[id(store)] = server.proc.pid
                         _SERVER_HOMES[id(store)] = os.path.join(home, "server")

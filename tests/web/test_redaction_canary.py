@@ -29,7 +29,7 @@ from core.retention import ActivityLog, HistoryRetention
 from core.stores.keystore import SLOT, keys_of
 from core.traces_io import export_project, import_lines
 from reviewer.store import get_store, reset_store
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, SLOW_MACHINE_TIMEOUT_S
 
 from .conftest import make_user
 
@@ -49,7 +49,7 @@ class Fresh:
         self.server = None
         if backend == "falkordb":
             self.data = tmp / "falkordb"
-            self.url = f"falkordb+embedded://{self.data}?appendfsync=everysec"
+            self.url = f"falkordb+embedded://{self.data}?appendfsync=everysec&timeout={SLOW_MACHINE_TIMEOUT_S}"
             self.dirs = [self.data]
         else:
             from tests.neo4j_server.launcher import Neo4jServer
@@ -58,7 +58,7 @@ class Fresh:
             self.server = Neo4jServer(data_dir=str(self.data))
             self.port = int(self.server.url.rsplit(":", 1)[1])
             keys = tmp / "keys" / "neo4j.keys"
-            self.url = f"{self.server.url}?keys={keys}"
+            self.url = f"{self.server.url}?keys={keys}&timeout={SLOW_MACHINE_TIMEOUT_S}"
             self.dirs = [self.data, keys.parent]
         settings.REVIEWER_STORE_URL = self.url
         reset_store()
