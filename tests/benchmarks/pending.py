@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _wait_done(store, project: str, eid: str, limit: float = 120.0) -> float:  # type: ignore[no-untyped-def]
     start = time.monotonic()
     while time.monotonic() - start < limit:
-        if event_purge_states(store, project, [eid]).get(eid):
+        if event_purge_states(store, project, [eid])[eid]["at"]:
             return time.monotonic() - start
         time.sleep(0.05)
     return float("inf")

@@ -18,6 +18,7 @@ from core import _supports
 from core._supports import closest_match, find_nearest
 from core.models import WriteErrorCode
 from core.review_views import ReviewViews
+from tests.hostile_data import raised_limit
 
 from .test_decisions import World
 from .test_review_views import world  # noqa: F401  (the fixture)
@@ -88,16 +89,17 @@ def hostile(world: World, length: int, cited: int) -> str:
     ending just before it (the one after is a character farther)."""
     text = "a" * length
     start = (length - cited) // 2
-    world.graph.add("aaa", text)
-    evidence = world.graph.span_evidence_id("aaa", start, start + cited)
-    d = world.record(
-        "pick-db",
-        "aaa",
-        "As",
-        supports=[{"kind": "document", "evidence_id": evidence}],
-        fetched=[world.graph.fetch(evidence)],
-    ).decision
-    world.graph.update("aaa", text[: start + cited // 2] + "b" + text[start + cited // 2 + 1 :])
+    with raised_limit():  # a passage cited before the limits on new ones existed
+        world.graph.add("aaa", text)
+        evidence = world.graph.span_evidence_id("aaa", start, start + cited)
+        d = world.record(
+            "pick-db",
+            "aaa",
+            "As",
+            supports=[{"kind": "document", "evidence_id": evidence}],
+            fetched=[world.graph.fetch(evidence)],
+        ).decision
+        world.graph.update("aaa", text[: start + cited // 2] + "b" + text[start + cited // 2 + 1 :])
     return str(d.id)
 
 

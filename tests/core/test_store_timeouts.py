@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from core.stores import GraphStore, GraphStoreError, GraphStoreTimeoutError, open_store
+from core.stores.keystore import keys_of
 
 #: connect 1 s plus read 1.5 s by default; the rest is headroom
 BOUND_S = 5.0
@@ -136,7 +137,8 @@ def proxied(
         credentials = f"{parts.username}:{parts.password}@" if parts.username else ""
         target = f"bolt://{credentials}127.0.0.1:{proxy.port}"  # bolt: no routing table to lead around the proxy
     # 3 s rather than the default 1.5: the reads before the pause must answer on a loaded machine
-    opened = open_store(f"{target}?keys={tmp_path / 'events.keys'}&timeout={PROXIED_TIMEOUT_S}")
+    # the graph's own key store: the graph is bound to it
+    opened = open_store(f"{target}?keys={keys_of(store).where}&timeout={PROXIED_TIMEOUT_S}")
     yield opened, proxy
     proxy.close()
     opened.close()
