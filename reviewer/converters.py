@@ -6,6 +6,7 @@ are built with it encoded. Registered as ``project`` (the dashboard) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.http import Http404
@@ -50,13 +51,7 @@ def task_query(project_id: str, name: str, param: str = "name") -> str:
 def task_from_query(history: object, params: object, param: str = "name") -> str:
     """The task name a page's query (or form) names: by ``id`` (404 when no
     task has it) or by ``param``."""
-    wanted = params.get("id")  # type: ignore[attr-defined]
-    if wanted:
-        name = history.task_name_by_id(str(wanted)[:100])  # type: ignore[attr-defined]
-        if name is None:
-            raise Http404("no such task")
-        return name
-    return (params.get(param) or "").replace("\x00", "")[:1000]  # type: ignore[attr-defined]
+    return _named(params, history.task_name_by_id, param, "task")  # type: ignore[attr-defined]
 
 
 def document_query(project_id: str, key: str) -> str:
@@ -70,10 +65,16 @@ def document_query(project_id: str, key: str) -> str:
 def document_from_query(graph: object, params: object) -> str:
     """The document key a page's query names: by ``id`` (404 when no
     document has it) or by ``key``."""
+    return _named(params, graph.document_key_by_id, "key", "document")  # type: ignore[attr-defined]
+
+
+def _named(params: object, by_id: Callable[[str], str | None], param: str, what: str) -> str:
+    """A record's name or key from a query: ``id`` looked up with ``by_id``
+    (404 when it names none), else ``param`` as given, bounded."""
     wanted = params.get("id")  # type: ignore[attr-defined]
     if wanted:
-        key = graph.document_key_by_id(str(wanted)[:100])  # type: ignore[attr-defined]
-        if key is None:
-            raise Http404("no such document")
-        return key
-    return (params.get("key") or "").replace("\x00", "")[:1000]  # type: ignore[attr-defined]
+        found = by_id(str(wanted)[:100])
+        if found is None:
+            raise Http404(f"no such {what}")
+        return found
+    return (params.get(param) or "").replace("\x00", "")[:1000]  # type: ignore[attr-defined]
