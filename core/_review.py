@@ -197,6 +197,7 @@ def log_activity(
     *,
     actor_kind: str,
     purge_slots: str | None = None,
+    notify: list[str] | None = None,
 ) -> None:
     """An activity entry in the same commit as the change it records.
     ``actor_kind``: ``person`` or ``agent`` (``models.ActorKind``); an
@@ -204,14 +205,16 @@ def log_activity(
     is when it happened; an imported change (``c.happened_at``) also keeps
     when it was imported. ``purge_slots`` (a redaction or deletion): the
     entry also records that a disk purge is pending, and which event keys it
-    destroys (``core._purge``)."""
+    destroys (``core._purge``). ``notify``: the people (user names) this
+    entry is news for (mentioned, assigned, whose claim was taken over, who
+    wrote in the thread); the inbox lists the entries naming a person."""
     imported = c.imported_at()
     if imported is not None:
         actor_kind = "agent"  # an import writes it, whoever did it first
     tx.write(
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, actor_kind: $actor_kind, action: $action, "
         "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
-        "purge: $purge, purge_slots: $slots})",
+        "purge: $purge, purge_slots: $slots, notify: $notify})",
         {
             "id": str(uuid.uuid4()),
             "p": project_id,
@@ -226,5 +229,6 @@ def log_activity(
             "imported": c.iso(imported) if imported else None,
             "purge": "pending" if purge_slots is not None else None,
             "slots": purge_slots,
+            "notify": sorted(set(notify)) if notify else None,
         },
     )

@@ -395,7 +395,7 @@ class ActivityLog:
             "a.target_kind AS target_kind, "
             "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
             "a.purge AS disk_purge, a.purged_at AS disk_purged_at, a.purge_verified AS purge_verified, "
-            f"a.purge_bound AS purge_bound{more}",
+            f"a.purge_bound AS purge_bound, coalesce(a.notify, []) AS notify{more}",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
 

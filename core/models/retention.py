@@ -92,6 +92,8 @@ class ActivityEntry(Model):
     disk_purged_at: datetime | None = None
     #: the same as one state to show (None for other actions)
     disk: DiskPurge | None = None
+    #: the people (user names) this entry is news for (``log_activity``)
+    notify: list[str] = []
 
 
 class TaskDeletionPreview(Model):
