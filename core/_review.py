@@ -25,6 +25,7 @@ import uuid
 from typing import Any
 
 from . import _common as c
+from . import limits
 from ._counters import Positions, Tally
 from .models.decision import DecisionStatus, ReviewReason, ReviewState
 from .stores.base import Tx
@@ -211,12 +212,14 @@ def log_activity(
     imported = c.imported_at()
     if imported is not None:
         actor_kind = "agent"  # an import writes it, whoever did it first
+    people = _notified(notify)
+    entry_id = str(uuid.uuid4())
     tx.write(
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, actor_kind: $actor_kind, action: $action, "
         "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
         "purge: $purge, purge_slots: $slots, notify: $notify})",
         {
-            "id": str(uuid.uuid4()),
+            "id": entry_id,
             "p": project_id,
             "at": at,
             "actor": actor,
@@ -229,6 +232,28 @@ def log_activity(
             "imported": c.iso(imported) if imported else None,
             "purge": "pending" if purge_slots is not None else None,
             "slots": purge_slots,
-            "notify": sorted(set(notify)) if notify else None,
+            "notify": people or None,
         },
     )
+    if people:
+        # one small indexed node per person: a list property cannot be
+        # indexed for membership on Neo4j, and the inbox reads by person
+        tx.write(
+            "UNWIND $people AS who CREATE (:Notice {project_id: $p, person: who, at: $at, entry_id: $id, action: $action})",
+            {"people": people, "p": project_id, "at": at, "id": entry_id, "action": action},
+        )
+
+
+def _notified(notify: list[str] | None) -> list[str]:
+    """The people an entry names, each once and in order; a name that no
+    user could hold (empty, too long, NUL) is refused before anything is
+    written, and so are more than ``NOTIFY_MAX`` people."""
+    if not notify:
+        return []
+    if isinstance(notify, str) or len(set(notify)) > limits.NOTIFY_MAX:
+        raise ValueError(f"notify: a list of at most {limits.NOTIFY_MAX} user names")
+    for who in notify:
+        c.text(who, "notify", allow_empty=False)
+        if len(who) > limits.PERSON_MAX:
+            raise ValueError(f"notify: a user name is at most {limits.PERSON_MAX} characters")
+    return sorted(set(notify))

@@ -72,6 +72,12 @@ DECISION_SCHEMA = Schema(
         NodeIndex("TaskDecisions", ("id",), unique=True),
         NodeIndex("Activity", ("id",), unique=True),
         NodeIndex("Activity", ("project_id",)),
+        # what changed since a person last looked (``core.notices``): entries and flags after a time
+        NodeIndex("Activity", ("project_id", "at")),
+        NodeIndex("Decision", ("project_id", "flagged_at")),
+        NodeIndex("Choice", ("project_id", "updated_at")),
+        # a person's notices, newest first (``core.notices``): the entries naming them
+        NodeIndex("Notice", ("project_id", "person", "at")),
     ),
     (FullTextIndex("Decision", ("conclusion", "rationale")),),
     # a version's citations by their place among its citations (``_citations``)

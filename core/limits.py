@@ -115,3 +115,15 @@ TABLE: dict[str, int] = {
     "fetched (items)": FETCHED_MAX,
     "step result supports": STEP_SUPPORTS_MAX,
 }
+
+# -- the inbox and "since my last visit" (core.notices) --
+#: people one activity entry can name as news for (``log_activity(notify=...)``)
+NOTIFY_MAX = 50
+#: a person named there (a user name: Django's own limit)
+PERSON_MAX = 150
+#: notices on one inbox page
+NOTICES_PAGE_MAX = 100
+#: where an unread count stops counting (shown as "99+")
+UNREAD_COUNT_MAX = 100
+#: activity entries one "since your last visit" reads at most (the counts say "at least" past it)
+SINCE_SCAN_MAX = 5_000

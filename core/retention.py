@@ -339,6 +339,16 @@ class HistoryRetention:
         )
 
 
+#: an activity entry ``a`` as ``ActivityLog.entry`` reads it
+ENTRY_COLUMNS = (
+    "a.id AS id, a.at AS at, a.actor AS actor, a.actor_kind AS actor_kind, a.action AS action, "
+    "a.target_kind AS target_kind, "
+    "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
+    "a.purge AS disk_purge, a.purged_at AS disk_purged_at, a.purge_verified AS purge_verified, "
+    "a.purge_bound AS purge_bound, coalesce(a.notify, []) AS notify"
+)
+
+
 class ActivityLog:
     """The project's record of review and retention actions, newest first."""
 
@@ -350,9 +360,10 @@ class ActivityLog:
     def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
         """Newest first. ``before``: ``cursor(last entry)`` of the previous
         page (an ISO time alone is taken too: the entries before that time)."""
-        return [self._entry(r) for r in self._rows(before, limit, action)]
+        return [self.entry(r) for r in self._rows(before, limit, action)]
 
-    def _entry(self, row: dict[str, Any]) -> ActivityEntry:
+    def entry(self, row: dict[str, Any]) -> ActivityEntry:
+        """The entry of a row read with ``ENTRY_COLUMNS``."""
         verified, bound = row.pop("purge_verified", None), row.pop("purge_bound", None)
         entry = ActivityEntry.model_validate(row)
         if entry.disk_purge is None:
@@ -374,7 +385,7 @@ class ActivityLog:
             "OPTIONAL MATCH (o:Decision {id: CASE WHEN a.action = 'supersede' THEN a.target_id END}) ",
             ", o.superseded_by AS opens",
         )
-        entries = [self._entry({k: v for k, v in r.items() if k != "opens"}) for r in rows]
+        entries = [self.entry({k: v for k, v in r.items() if k != "opens"}) for r in rows]
         links = {r["id"]: r["opens"] or r["target_id"] for r in rows if r["target_kind"] == "decision"}
         return entries, links
 
@@ -391,11 +402,7 @@ class ActivityLog:
             "AND ($at IS NULL OR a.at < $at OR (a.at = $at AND $id IS NOT NULL AND a.id > $id)) "
             "AND ($action IS NULL OR a.action = $action) "
             f"WITH a ORDER BY a.at DESC, a.id LIMIT $n {join}"
-            "RETURN a.id AS id, a.at AS at, a.actor AS actor, a.actor_kind AS actor_kind, a.action AS action, "
-            "a.target_kind AS target_kind, "
-            "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
-            "a.purge AS disk_purge, a.purged_at AS disk_purged_at, a.purge_verified AS purge_verified, "
-            f"a.purge_bound AS purge_bound, coalesce(a.notify, []) AS notify{more}",
+            f"RETURN {ENTRY_COLUMNS}{more}",
             {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
         )
 

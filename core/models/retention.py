@@ -12,8 +12,10 @@ __all__ = [
     "ActorKind",
     "DiskPurge",
     "DiskState",
+    "Notice",
     "RetentionErrorCode",
     "RetentionResult",
+    "SinceLastVisit",
     "TaskDeletionPreview",
 ]
 
@@ -104,3 +106,31 @@ class TaskDeletionPreview(Model):
     steps: int = 0
     decisions: int = 0
     flagged_decision_ids: list[str] = []
+
+
+class Notice(Model):
+    """An activity entry as news for one person (``core.notices``): the
+    entry, and the decision its link opens (a supersede entry opens the
+    revision it recorded), or None for an entry about no decision."""
+
+    entry: ActivityEntry
+    opens: str | None = None
+
+
+class SinceLastVisit(Model):
+    """What changed in a project after a time (``core.notices.changes_since``).
+    ``flags``: (root cause, decisions newly in the queue for it), most first;
+    ``settled``: verdicts others recorded; ``conflicts``: conflict groups new
+    or changed; ``comments``: comments others wrote. ``capped``: more
+    happened than was read (each count is then "at least")."""
+
+    since: datetime
+    flags: list[tuple[str, int]] = []
+    settled: int = 0
+    conflicts: int = 0
+    comments: int = 0
+    capped: bool = False
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.flags or self.settled or self.conflicts or self.comments)
