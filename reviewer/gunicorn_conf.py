@@ -56,10 +56,14 @@ def worker_exit(server: Any, worker: Any) -> None:
 def post_worker_init(worker: Any) -> None:
     """A worker opens its store as it starts, not at its first request: the
     open runs a disk purge round for what an earlier process left pending,
-    and starts the timer that finishes what others leave (``core._purge``)."""
+    and starts the timer that finishes what others leave (``core._purge``);
+    it also starts the timer that sends the inbox's due e-mail."""
     try:
         from reviewer.store import get_store
 
         get_store()
     except Exception as exc:  # a store that is down: the first request says so, and opens it later
         worker.log.warning("worker %s could not open its store yet: %s", worker.pid, exc)
+    from reviewer.notice_mail import Mailer
+
+    Mailer.watch()  # the inbox's e-mail, when an SMTP server is set up (each worker; sends stay single)

@@ -1,4 +1,5 @@
-"""The only Django models: who may see which project. Graph data (tasks,
+"""The only Django models: who may see which project, and each person's own
+marks (what they read, when they last looked, whether they get e-mail). Graph data (tasks,
 events, decisions, documents) lives in the graph store, never here."""
 
 from __future__ import annotations
@@ -72,3 +73,51 @@ class OidcIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} = {self.subject} at {self.issuer}"
+
+
+class NoticePrefs(models.Model):
+    """A person's notification preferences (reviewer.notice_mail): whether
+    mentions and assignments also come by e-mail, and up to when the
+    sender has looked at their notices (the next e-mail holds only what
+    came after; the sender moves it with a conditional update, so two
+    processes never send the same notice twice)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notice_prefs")
+    email = models.BooleanField(default=False)
+    mailed_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.user} e-mail {'on' if self.email else 'off'}"
+
+
+class ProjectMarks(models.Model):
+    """One person's marks in one project: every notice up to ``read_until``
+    is read ("mark all read"), and ``looked_at`` is when they last looked
+    (a verdict, "mark all seen"; reviewer.inbox.looked): the overview says
+    what changed after it."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_marks")
+    project_id = models.CharField(max_length=200)
+    read_until = models.DateTimeField(null=True, blank=True)
+    looked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "project_id"], name="one_mark_per_project")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project_id}"
+
+
+class NoticeRead(models.Model):
+    """One notice a person marked read, after their ``read_until``; ``at``
+    is the notice's time, so a count after ``read_until`` can take these
+    away without asking the graph (and "mark all read" drops them)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project_id = models.CharField(max_length=200)
+    entry_id = models.CharField(max_length=64)
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "project_id", "entry_id"], name="one_read_per_notice")]
+        indexes = [models.Index(fields=["user", "project_id", "at"], name="notice_read_by_time")]

@@ -218,6 +218,28 @@ REVIEWER_API_RATE = env_positive_int("REVIEWER_API_RATE", 12000)
 REVIEWER_API_MAX_BODY = env_positive_int("REVIEWER_API_MAX_BODY", 2 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(REVIEWER_API_MAX_BODY + 1024, 2621440)
 
+# E-mail (Django's own settings, read from the environment): the inbox's
+# optional e-mail of mentions and assignments (reviewer.notice_mail) goes out
+# through this SMTP server. Without EMAIL_HOST no e-mail is sent and no
+# sender runs.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "").strip()
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = 20
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "reviewer@localhost")
+REVIEWER_NOTICE_EMAIL = bool(EMAIL_HOST)
+# whether a person who has not chosen gets the e-mail (each person turns it on or off for themselves)
+REVIEWER_NOTICE_EMAIL_DEFAULT = env_bool("REVIEWER_NOTICE_EMAIL_DEFAULT", False)
+# how long a notice waits before it is e-mailed (read in the app meanwhile: never sent), and how
+# often a serving process looks for what is due
+REVIEWER_NOTICE_HOLD_S = env_int("REVIEWER_NOTICE_HOLD_S", 120, minimum=0)
+REVIEWER_NOTICE_EVERY_S = env_int("REVIEWER_NOTICE_EVERY_S", 30)
+# where an e-mail's links point: the dashboard's address as people open it
+REVIEWER_BASE_URL = os.environ.get("REVIEWER_BASE_URL", "http://localhost:8000").strip().rstrip("/")
+
 
 def env_seconds(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()

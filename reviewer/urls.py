@@ -4,7 +4,7 @@ from . import (
     converters,  # noqa: F401  (registers the path converters)
     oidc,
 )
-from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
+from .views import activity, auth, decisions, documents, events, health, inbox, people, queue, tasks, tokens
 
 project = "p/<project:project>/"
 
@@ -40,4 +40,10 @@ urlpatterns = [
     path(project + "people/", people.people, name="people"),
     path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
     path("api/v1/", include("reviewer.api.urls")),
+    # the person's inbox and "since my last visit" (reviewer/inbox.py)
+    path("inbox/", inbox.inbox_page, name="inbox"),
+    path("inbox/read", inbox.mark_read, name="inbox_read"),
+    path("inbox/read-all", inbox.mark_all_read, name="inbox_read_all"),
+    path("inbox/settings", inbox.preferences, name="inbox_preferences"),
+    path(project + "seen", queue.mark_seen, name="mark_seen"),
 ]

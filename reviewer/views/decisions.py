@@ -27,6 +27,7 @@ from core.review_views import DecisionReview, SupersedeChoices
 
 from .. import access
 from ..forms import WRITE_ERRORS, CiteInsteadForm, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
+from ..inbox import looked
 from ..presenters import clip
 from .base import Project, _decision_or_404, _int, _param, _project
 
@@ -414,6 +415,7 @@ def _decision_action(
             raise Http404("no such decision")
         d = _decision_or_404(p, decision_id)
         return _refused(request, p, d, name, form, _refusal(p, d, result.error), read_again=False)
+    looked(request, p.id)  # a verdict: "since your last visit" starts again here
     return _after_action(request, p, result.decision, done, following=following)
 
 
@@ -507,6 +509,7 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     )
     if not result.recorded:
         return _refused(request, p, d, "supersede", form, _refusal(p, d, result.error))
+    looked(request, p.id)
     new = result.decision
     note = f"Superseded: revision {new.revision} is now the active decision."
     if _wants_next(request):
@@ -554,6 +557,7 @@ def cite_instead(request: HttpRequest, project: str, decision_id: Any) -> HttpRe
     )
     if not result.recorded:
         return _cite_refused(request, p, form, _refusal(p, d, result.error), old=old, dependant=d)
+    looked(request, p.id)
     messages.success(
         request,
         f"{d.choice_key} now cites revision {new.revision} of {new.choice_key} "

@@ -21,6 +21,7 @@ from core.review_views import GroupReview
 
 from .. import access
 from ..forms import WRITE_ERRORS, GroupActionForm, ReaffirmForm, RejectForm, new_request_id
+from ..inbox import changes, looked, new_cards
 from ..presenters import REASON_LABELS
 from .base import CONFLICT_PAGE, PAGE, _decision_or_404, _int, _param, _project
 
@@ -36,6 +37,7 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
         request,
         "reviewer/overview.html",
         {
+            "since": changes(request, p.store, p.id, p.views.cause_labels),
             "counts": counts,
             "open_tasks": p.history.count_tasks("open"),
             "causes": [(c, labels[c], n) for c, n in causes],
@@ -79,6 +81,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
             "flow": True,
             "filters_qs": urlencode(q.filters),
             # the card's honest actions (decision workbench); a viewer is offered none
+            "new_ids": new_cards(request, p.store, p.id, q.result.decisions),
             "actions": p.views.review_actions_many(q.result.decisions, rows=q.review_rows)
             if access.can(request.user, access.REVIEWER, project)
             else {},
@@ -175,6 +178,8 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
             if result.error is WriteErrorCode.decision_not_active:
                 by = p.views.retired_by(str(d.id))
                 error = f"Nothing done: {by}." if by else error
+    if not error:
+        looked(request, p.id)  # a verdict: "since your last visit" starts again here
     done = None if error else ("Reaffirmed" if action == "reaffirm" else "Rejected")
     typed = _typed(request.POST, action)
     if not request.htmx:
@@ -282,6 +287,8 @@ def group(request: HttpRequest, project: str) -> HttpResponse:
             elif result.error is WriteErrorCode.decision_not_active:
                 why = p.views.retired_by(did)
             refused.append((d, why or WRITE_ERRORS[result.error]))
+    if done:
+        looked(request, p.id)
     left = p.views.group_sizes([cause])[cause]
     context.update(
         done=done,
@@ -306,3 +313,13 @@ def _is_uuid(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+@require_POST
+@login_required
+def mark_seen(request: HttpRequest, project: str) -> HttpResponse:
+    """ "Mark all seen": the overview's "since your last visit" starts again now."""
+    p = _project(request, project)
+    looked(request, p.id)
+    messages.success(request, "Marked all seen: the overview now tells what changes after this.")
+    return redirect("overview", project=p.id)
