@@ -20,6 +20,7 @@ from django.urls import URLPattern, get_resolver
 from django.utils.html import escape
 
 from core import _common as c
+from core import _review
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
@@ -142,6 +143,13 @@ def evil(db: None) -> Iterator[Hostile]:
     traces.continue_decision_review()  # the dependant flagged through its dependency
     retention.redact_event(c.event_id(c.task_id(project, task), 2), reason=hostile("redactreason"))
     retention.delete_task(doomed, reason=hostile("deletereason"))
+    store.transact(  # news for the steward below, from a hostile actor about a hostile decision
+        project,
+        lambda tx: _review.log_activity(
+            tx, project, hostile("noticeactor"), "assign", "decision", str(first.id), hostile("noticesummary"),
+            None, c.iso(c.now()), actor_kind="person", notify=["stella"],
+        ),
+    )  # fmt: skip
     assert dependant.id and revised is not None
     yield Hostile(
         project,
@@ -374,6 +382,16 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
             ),
         ],
         "revoke_token": [("POST", f"tokens/{_hostile_token(h).pk}/revoke", {}, True, False, ("rvkname",))],
+        "inbox": [
+            ("GET", "/inbox/", {}, False, False, ("noticeactor", "noticesummary")),
+            ("GET", "/inbox/", {"project": h.project, "before": hostile("inboxcursor")}, False, False, ()),
+        ],
+        "inbox_read": [
+            ("POST", "/inbox/read", {"project": h.project, "entry": hostile("entry"), "at": "x"}, True, False, ())
+        ],
+        "inbox_read_all": [("POST", "/inbox/read-all", {"project": h.project, "scope": "one"}, True, False, ())],
+        "inbox_preferences": [("GET", "/inbox/settings", {}, False, False, ())],
+        "mark_seen": [("POST", "seen", {}, True, False, ("dockey",))],
         "people": [
             ("GET", "people/", {}, False, False, (_hostile_person(h),)),
             ("POST", "people/", {"username": hostile("typedperson"), "role": "viewer"}, False, False, ("typedperson",)),
@@ -432,6 +450,11 @@ ROUTES = sorted(
         "tokens",
         "revoke_token",
         "people",
+        "inbox",
+        "inbox_read",
+        "inbox_read_all",
+        "inbox_preferences",
+        "mark_seen",
     ]
 )
 

@@ -21,7 +21,7 @@ from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import ActivityLog
 from reviewer.api.tokens import create_token
-from reviewer.models import ApiToken, ProjectGrant
+from reviewer.models import ApiToken, ProjectGrant, ProjectMarks
 from reviewer.store import get_store
 
 from .conftest import PASSWORD, Story
@@ -48,6 +48,11 @@ PAGES = {
     "events",
     "document",
     "activity",
+    # each person's own inbox, read marks and e-mail choice: no project's role (tests/web/test_inbox.py)
+    "inbox",
+    "inbox_read",
+    "inbox_read_all",
+    "inbox_preferences",
 }
 # Actions, with the least role that may take them.
 ACTIONS = {
@@ -63,8 +68,9 @@ ACTIONS = {
     "tokens": "steward",
     "revoke_token": "steward",
     "people": "steward",
+    "mark_seen": "viewer",  # the person's own "last looked" in the project
 }
-LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
+LOWER = {"viewer": [], "reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
 
 def route_names() -> set[str]:
@@ -159,6 +165,8 @@ def state(story: Story) -> tuple[Any, ...]:
         len(ActivityLog(store, project_id=story.project).list(limit=200)),
         traces.review_counts(),
         tokens,
+        # each person's "last looked" (reviewer.inbox.looked)
+        tuple(ProjectMarks.objects.filter(project_id=story.project).values_list("user__username", "looked_at")),
     )
 
 
