@@ -31,15 +31,17 @@ from .models import NoticeRead, ProjectMarks
 PROJECTS_MAX = 50
 #: notices on one inbox page
 PAGE = 30
-#: how each action reads in the inbox and an e-mail ("rita ... on <decision>")
+#: why an entry is news to the person, by its action (the inbox's tag; an
+#: e-mail's line). The entry's summary says what happened, and never
+#: carries comment text (the activity log's contract).
 ACTION_LABELS = {
-    "comment": "commented, naming you or in a thread you wrote in",
-    "assign": "assigned you",
-    "unassign": "unassigned you from",
-    "take_over": "took over your claim on",
-    "release": "released your claim on",
+    "comment": "mention or reply",
+    "assign": "assigned to you",
+    "unassign": "unassigned",
+    "take_over": "your claim taken over",
+    "release": "your claim released",
     "claim": "claimed",
-    "claim_expiring": "your claim is about to expire on",
+    "claim_expiring": "your claim ends soon",
 }
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 #: where the unread count is kept for the rest of a request

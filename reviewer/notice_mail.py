@@ -135,7 +135,7 @@ def due_lines(user: Any, store: GraphStore, after: datetime | None, until: datet
                 link = base + reverse("decision", args=(pid, item.decision))
             else:
                 link = base + reverse("inbox") + "?project=" + pid
-            lines.append(f"{who} {item.label} a decision in {pid}:\n  {link}")
+            lines.append(f"{who} in {pid} ({item.label}):\n  {link}")
     return lines
 
 

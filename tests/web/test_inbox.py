@@ -20,6 +20,7 @@ from reviewer.store import get_store
 from .conftest import Story
 
 HOSTILE = "<script>alert('inbox')</script>"
+KIND = '<span class="badge kind">'  # a notice's tag: why it is news
 
 
 def notify(project: str, action: str, people: list[str], *, at: datetime | None = None, target: str = "", **kw: str):
@@ -54,10 +55,14 @@ def test_every_role_sees_its_own_notices_escaped_newest_first_and_marks_them_rea
         page = client.get("/inbox/").content.decode()
         assert (HOSTILE not in page and "&lt;script&gt;" in page.replace("&#x27;", "'")) or role == "outsider"
         if role == "outsider":  # named, but no grant to the project: nothing from it
-            assert "assigned you" not in page and story.moved not in page
+            assert KIND + "assigned to you" not in page and story.moved not in page
     rita = as_("reviewer")
     page = rita.get("/inbox/").content.decode()
-    assert page.index("took over your claim") < page.index("commented") < page.index("assigned you")
+    assert (
+        page.index(KIND + "your claim taken over")
+        < page.index(KIND + "mention or reply")
+        < page.index(KIND + "assigned to you")
+    )
     assert f"/p/{story.project}/decisions/{story.clear}/" in page
     assert "For you" in rita.get(f"/p/{story.project}/").content.decode()  # one click from every page
     entry = re.search(r'name="entry" value="([^"]+)">\s*<input type="hidden" name="at" value="([^"]+)"', page)
@@ -71,7 +76,7 @@ def test_every_role_sees_its_own_notices_escaped_newest_first_and_marks_them_rea
     assert unread(rita) == "1"
     # access is checked again at display: a lost grant hides the project's notices
     access.revoke(people["reviewer"], story.project)
-    assert unread(rita) == "" and "assigned you" not in rita.get("/inbox/").content.decode()
+    assert unread(rita) == "" and KIND + "assigned to you" not in rita.get("/inbox/").content.decode()
 
 
 def test_inbox_refuses_hostile_input_and_projects_the_person_cannot_open(story: Story, as_: Any) -> None:
