@@ -13,8 +13,10 @@ from django.test import Client
 
 from core import _common as c
 from core import _review
+from core._purge import Purger
 from core.retention import HistoryRetention
 from reviewer import access
+from reviewer.models import ProjectMarks
 from reviewer.store import get_store
 
 from .conftest import Story
@@ -108,6 +110,7 @@ def test_since_your_last_visit_moves_on_explicit_acts_and_tells_what_others_chan
         assert as_(role).post(overview + "seen").status_code == status, role
     # what others do afterwards
     HistoryRetention(get_store(), project_id=story.project, agent_id="stan").redact_event(story.event_id, reason="pii")
+    Purger.kick(get_store(), now=True).wait()  # its disk purge done before the store closes
     stan = as_("steward")
     data = {"reason": "wrong", "request_id": "since-1"}
     assert stan.post(f"/p/{story.project}/decisions/{story.changed}/reject", data).status_code in (200, 302)
@@ -124,3 +127,23 @@ def test_since_your_last_visit_moves_on_explicit_acts_and_tells_what_others_chan
     page = rita.get(overview).content.decode()
     assert "Nothing changed since then." in page
     assert "new to you" not in rita.get(f"/p/{story.project}/review/").content.decode()
+
+
+def test_the_top_bar_counts_once_per_page_and_a_page_load_moves_no_mark(
+    story: Story, as_: Any, monkeypatch: Any
+) -> None:
+    store, counted = get_store(), []
+    real = store.read
+
+    def read(project: str, query: str, params: Any = None) -> Any:
+        if "MATCH (n:Notice)" in query:
+            counted.append(project)
+        return real(project, query, params)
+
+    monkeypatch.setattr(store, "read", read)
+    rita = as_("reviewer")
+    notify(story.project, "assign", ["rita"], target=story.moved)
+    assert rita.get(f"/p/{story.project}/").status_code == 200
+    assert counted == [story.project]  # one bounded count, for the one project rita may open
+    assert rita.get(f"/p/{story.project}/review/").status_code == 200
+    assert not ProjectMarks.objects.filter(user__username="rita").exists()  # pages loaded, nothing marked
