@@ -52,9 +52,16 @@ def checked(where: ActivityFilter | None) -> ActivityFilter:
     return where
 
 
-def conditions(project_id: str, where: ActivityFilter, before: str | None) -> tuple[str, dict[str, Any]]:
-    """``WHERE`` text (after ``MATCH (a:Activity)``) and its parameters."""
+def conditions(
+    project_id: str, where: ActivityFilter, before: str | None, window: tuple[int, int] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``WHERE`` text (after ``MATCH (a:Activity)``) and its parameters;
+    ``window``: ``at_us`` from (inclusive) and to (exclusive), the range a
+    long read takes at a time."""
     parts, params = ["a.project_id = $p"], {"p": project_id}
+    if window is not None:
+        parts.append("a.at_us >= $lo AND a.at_us < $hi")
+        params.update(lo=window[0], hi=window[1])
     for prop, value in (("actor", where.actor), ("action", where.action), ("target_id", where.decision)):
         if value is not None:
             parts.append(f"a.{prop} = ${prop}")
@@ -80,16 +87,29 @@ def conditions(project_id: str, where: ActivityFilter, before: str | None) -> tu
     return " AND ".join(parts), params
 
 
-def name_tasks(store: GraphStore, project_id: str) -> None:
-    """Give the entries written before entries named their task theirs:
-    a decision's or an event's task while it exists, a deleted task's own
-    id, ``''`` where none is left to tell. Once per project (a marker
-    node says it is done), in batches; idempotent, so processes doing it
-    at once agree."""
+def complete_older(store: GraphStore, project_id: str) -> None:
+    """Give the entries written before entries kept their task and their
+    time as a number (``at_us``) both: a decision's or an event's task
+    while it exists, a deleted task's own id, ``''`` where none is left to
+    tell. Once per project (a marker node says it is done), in batches;
+    idempotent, so processes doing it at once agree."""
     key = (id(store), project_id)
     if key in _NAMED:
         return
     marker = store.read(project_id, "MATCH (m:ActivityTasks {id: $p}) RETURN m.id AS id", {"p": project_id})
+    while not marker:
+        older = store.read(
+            project_id,
+            "MATCH (a:Activity) WHERE a.project_id = $p AND a.at_us IS NULL RETURN a.id AS id, a.at AS at LIMIT $n",
+            {"p": project_id, "n": NAMING_BATCH},
+        )
+        if not older:
+            break
+        store.write(
+            project_id,
+            "UNWIND $rows AS r MATCH (a:Activity {id: r.id}) SET a.at_us = r.us",
+            {"rows": [{"id": r["id"], "us": c.micros(r["at"])} for r in older]},
+        )
     while not marker:
         store.write(
             project_id,

@@ -219,7 +219,7 @@ def log_activity(
         "OPTIONAL MATCH (td:Decision {id: $task_of}) "
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, actor_kind: $actor_kind, action: $action, "
         "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
-        "purge: $purge, purge_slots: $slots, notify: $notify, task_id: coalesce($task, td.task_id, '')})",
+        "purge: $purge, purge_slots: $slots, notify: $notify, task_id: coalesce($task, td.task_id, ''), at_us: $at_us})",
         {
             "id": str(uuid.uuid4()),
             "p": project_id,
@@ -236,6 +236,7 @@ def log_activity(
             "slots": purge_slots,
             "notify": sorted(set(notify)) if notify else None,
             "task": task_id,
+            "at_us": c.micros(at),
             "task_of": target_id if task_id is None and target_kind == "decision" else "",
         },
     )

@@ -351,6 +351,8 @@ class ActivityLog:
 
     #: entries per statement of a long read (``every``)
     EVERY_PAGE = 200
+    #: the first window of time a long read tries (``every``): an hour
+    FIRST_WINDOW_US = 3_600_000_000
 
     def __init__(self, store: GraphStore, *, project_id: str) -> None:
         self.store = store
@@ -406,16 +408,21 @@ class ActivityLog:
         where = _activity.checked(where)
         if action is not None:
             where = where.model_copy(update={"action": c.text(action, "action")})
-        if where.task is not None:  # entries older than their task_id are given theirs first
-            _activity.name_tasks(self.store, self.project_id)
+        _activity.complete_older(self.store, self.project_id)  # once: entries older than task_id, at_us
         return where
 
     def _rows(
-        self, before: str | None, limit: int, where: ActivityFilter, join: str = "", more: str = ""
+        self,
+        before: str | None,
+        limit: int,
+        where: ActivityFilter,
+        join: str = "",
+        more: str = "",
+        window: tuple[int, int] | None = None,
     ) -> list[dict[str, Any]]:
         before = c.optional_text(before, "before")
         limit = c.clamp(limit, 50, 200)
-        conditions, params = _activity.conditions(self.project_id, where, before)
+        conditions, params = _activity.conditions(self.project_id, where, before, window)
         return self.store.read(
             self.project_id,
             f"MATCH (a:Activity) WHERE {conditions} WITH a ORDER BY a.at DESC, a.id LIMIT $n {join}"
@@ -428,16 +435,31 @@ class ActivityLog:
         )
 
     def every(self, *, action: str | None = None, where: ActivityFilter | None = None) -> Iterator[ActivityEntry]:
-        """Every entry (matching), newest first, read a page at a time by
-        the cursor (memory: one page)."""
+        """Every entry (matching), newest first, a statement at a time, each
+        over a window of time (``at_us``, a range of its index) that adapts
+        to how dense the log is there: halved after a full page, doubled
+        after one that emptied its window. Each statement sorts a few
+        hundred entries at most (FalkorDB's indexes give no order), so
+        reading the whole log stays linear in its length; memory: a page."""
         where = self._where(where, action)
-        before = None
-        while True:
-            page = [self._entry(r) for r in self._rows(before, self.EVERY_PAGE, where)]
+        conditions, params = _activity.conditions(self.project_id, where, None)
+        bounds = self.store.read(
+            self.project_id,
+            f"MATCH (a:Activity) WHERE {conditions} RETURN min(a.at_us) AS oldest, max(a.at_us) AS newest",
+            params,
+        )
+        if not bounds or bounds[0]["oldest"] is None:
+            return
+        oldest, top, span = bounds[0]["oldest"], bounds[0]["newest"] + 1, self.FIRST_WINDOW_US
+        cursor = None
+        while top > oldest:
+            low = max(oldest, top - span)
+            page = [self._entry(r) for r in self._rows(cursor, self.EVERY_PAGE, where, window=(low, top))]
             yield from page
-            if len(page) < self.EVERY_PAGE:
-                return
-            before = self.cursor(page[-1])
+            if len(page) == self.EVERY_PAGE:  # more in this window: on from the page's last, narrower
+                cursor, top, span = self.cursor(page[-1]), c.micros(page[-1].at) + 1, max(span // 2, 1)
+            else:  # the window is read: the next one, wider
+                cursor, top, span = None, low, span * 2
 
     def progress(self, *, today: datetime, week: datetime) -> list[PersonProgress]:
         """Per person (and agent): decisions reaffirmed, superseded and

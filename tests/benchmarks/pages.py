@@ -169,6 +169,7 @@ def seed_activity(store: GraphStore, project: str, n: int) -> None:
             {
                 "id": str(uuid.uuid4()),
                 "at": c.iso(now - timedelta(seconds=(i * 2_592_000) // n)),
+                "us": c.micros(now - timedelta(seconds=(i * 2_592_000) // n)),
                 "actor": ACTIVITY_ACTORS[i % 5],
                 "kind": "person" if i % 5 < 3 else "agent",
                 "action": ACTIVITY_ACTIONS[i % 7],
@@ -181,7 +182,7 @@ def seed_activity(store: GraphStore, project: str, n: int) -> None:
             project,
             "UNWIND $rows AS r CREATE (:Activity {id: r.id, project_id: $p, at: r.at, actor: r.actor, "
             "actor_kind: r.kind, action: r.action, target_kind: 'decision', target_id: r.target, "
-            "summary: r.action + ' by ' + r.actor, task_id: r.task})",
+            "summary: r.action + ' by ' + r.actor, task_id: r.task, at_us: r.us})",
             {"rows": rows, "p": project},
         )
 

@@ -86,10 +86,11 @@ def test_the_filters_combine_and_page_by_the_cursor(world: World) -> None:
     assert [e.id for e in log.every(where=where)] == expected
 
 
-def test_a_long_read_goes_page_by_page_in_order(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``every`` reads a page per statement (a few entries here): dense
-    spells and long gaps, ties in one instant, the filter kept."""
+def test_a_long_read_goes_window_by_window_in_order(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``every`` reads a window of time per statement (a few entries here):
+    dense spells and long gaps, ties in one instant, the filter kept."""
     monkeypatch.setattr(ActivityLog, "EVERY_PAGE", 3)
+    monkeypatch.setattr(ActivityLog, "FIRST_WINDOW_US", 60_000_000)
     target = str(uuid.uuid4())
     moments = [T0 - timedelta(days=400)] + [T0 + timedelta(seconds=s) for s in (0, 0, 0, 0, 1, 2, 3, 5, 8)]
     moments += [T0 + timedelta(days=30, microseconds=m) for m in range(7)]
@@ -116,6 +117,7 @@ def test_older_entries_are_given_their_task_and_deleted_ones_keep_working(world:
     _activity._NAMED.clear()
     log = ActivityLog(world.store, project_id=world.project_id)
     (found,) = log.list(where=ActivityFilter(task="pick-db"))
+    assert len(list(log.every())) == 2  # a long read's windows find them too (given their at_us)
     assert found.target_id == str(d.id) and found.task_id == c.task_id(world.project_id, "pick-db")
     orphan = next(e for e in log.list() if e.target_id == gone)
     assert orphan.task_id is None  # nobody can tell: kept, listed, in no task
