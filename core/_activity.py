@@ -30,8 +30,8 @@ SETTLING = ("reaffirm", "supersede", "reject")
 #: entries given their task per statement (:func:`name_tasks`)
 NAMING_BATCH = 2_000
 
-#: the (store, project) pairs whose older entries have their task
-_NAMED: set[tuple[int, str]] = set()
+#: the (store url, project) pairs whose older entries were completed
+_NAMED: set[tuple[str, str]] = set()
 
 
 def checked(where: ActivityFilter | None) -> ActivityFilter:
@@ -93,7 +93,7 @@ def complete_older(store: GraphStore, project_id: str) -> None:
     while it exists, a deleted task's own id, ``''`` where none is left to
     tell. Once per project (a marker node says it is done), in batches;
     idempotent, so processes doing it at once agree."""
-    key = (id(store), project_id)
+    key = (str(getattr(store, "url", id(store))), project_id)
     if key in _NAMED:
         return
     marker = store.read(project_id, "MATCH (m:ActivityTasks {id: $p}) RETURN m.id AS id", {"p": project_id})
