@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -125,6 +125,17 @@ def happened_at(moment: datetime | None) -> Iterator[None]:
         yield
     finally:
         _HAPPENED_AT.reset(token)
+
+
+def micros(moment: datetime | str) -> int:
+    """A time as whole microseconds since 1970 (UTC): a number, which every
+    backend's range index answers (FalkorDB's does not answer a range of
+    ISO strings correctly)."""
+    when = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    return (when.astimezone(UTC) - _EPOCH) // timedelta(microseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def iso(moment: datetime) -> str:

@@ -199,6 +199,7 @@ def log_activity(
     actor_kind: str,
     purge_slots: str | None = None,
     notify: list[str] | None = None,
+    task_id: str | None = None,
 ) -> None:
     """An activity entry in the same commit as the change it records.
     ``actor_kind``: ``person`` or ``agent`` (``models.ActorKind``); an
@@ -208,16 +209,20 @@ def log_activity(
     entry also records that a disk purge is pending, and which event keys it
     destroys (``core._purge``). ``notify``: the people (user names) this
     entry is news for (mentioned, assigned, whose claim was taken over, who
-    wrote in the thread); the inbox lists the entries naming a person."""
+    wrote in the thread); the inbox lists the entries naming a person.
+    ``task_id``: the task the entry is about, so the log filters by task
+    without reading decisions; a decision's is read in the same statement
+    when not given (the decision exists at the time of its entry)."""
     imported = c.imported_at()
     if imported is not None:
         actor_kind = "agent"  # an import writes it, whoever did it first
     people = _notified(notify)
     entry_id = str(uuid.uuid4())
     tx.write(
+        "OPTIONAL MATCH (td:Decision {id: $task_of}) "
         "CREATE (:Activity {id: $id, project_id: $p, at: $at, actor: $actor, actor_kind: $actor_kind, action: $action, "
         "target_kind: $kind, target_id: $target, summary: $summary, reason: $reason, imported_at: $imported, "
-        "purge: $purge, purge_slots: $slots, notify: $notify})",
+        "purge: $purge, purge_slots: $slots, notify: $notify, task_id: coalesce($task, td.task_id, ''), at_us: $at_us})",
         {
             "id": entry_id,
             "p": project_id,
@@ -233,6 +238,9 @@ def log_activity(
             "purge": "pending" if purge_slots is not None else None,
             "slots": purge_slots,
             "notify": people or None,
+            "task": task_id,
+            "at_us": c.micros(at),
+            "task_of": target_id if task_id is None and target_kind == "decision" else "",
         },
     )
     if people:

@@ -87,5 +87,23 @@ DECISION_SCHEMA = Schema(
 #: Activity entries whose disk purge is pending (``core._purge``).
 PURGE_SCHEMA = Schema((NodeIndex("Activity", ("purge",)),))
 
+#: The activity log read by filter (``core._activity``): a project's entries
+#: in time order (Neo4j reads the composite in its order), and one index per
+#: filter that narrows. No index on ``at`` alone: FalkorDB's range index
+#: answers a string range (``a.at < $at``) with every entry (FalkorDB 4.x,
+#: found here); ``at_us``, the same time as a number, is what a long read
+#: ranges over a window at a time (``ActivityLog.every``).
+ACTIVITY_SCHEMA = Schema(
+    (
+        NodeIndex("Activity", ("project_id", "at"), ordered=True),
+        NodeIndex("Activity", ("at_us",)),
+        NodeIndex("Activity", ("actor",)),
+        NodeIndex("Activity", ("action",)),
+        NodeIndex("Activity", ("task_id",)),
+        NodeIndex("Activity", ("target_id",)),
+        NodeIndex("ActivityTasks", ("id",), unique=True),  # older entries were given their task
+    )
+)
+
 #: What every service of the core needs.
-CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA
+CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA + ACTIVITY_SCHEMA

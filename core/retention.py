@@ -13,16 +13,18 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from . import _causes, _citations, _conflict_keys, _counters, _decision_rows, _review, limits
+from . import _activity, _causes, _citations, _conflict_keys, _counters, _decision_rows, _review, limits
 from . import _common as c
 from ._purge import Purger, event_purge_states
-from ._schema import CORE_SCHEMA, DECISION_SCHEMA
+from ._schema import ACTIVITY_SCHEMA, CORE_SCHEMA, DECISION_SCHEMA
 from .models.decision import ReviewReason
 from .models.retention import (
     ActivityEntry,
+    ActivityFilter,
     ActorKind,
     DiskPurge,
     DiskState,
+    PersonProgress,
     RetentionErrorCode,
     RetentionResult,
     TaskDeletionPreview,
@@ -32,6 +34,7 @@ from .stores.keystore import keys_of, parse_ranges, slot_ranges
 
 __all__ = [
     "REDACTED",
+    "ActivityFilter",
     "ActivityLog",
     "HistoryRetention",
     "disk_pending",
@@ -130,6 +133,7 @@ class HistoryRetention:
                 at,
                 actor_kind=self.actor_kind.value,
                 purge_slots=slot_ranges(shred),
+                task_id=rows[0]["task_id"],
             )
             result = RetentionResult(recorded=True, affected_decision_ids=flagged)
             replay.remember(tx, result)
@@ -269,6 +273,7 @@ class HistoryRetention:
                 at,
                 actor_kind=self.actor_kind.value,
                 purge_slots=slot_ranges(slots),
+                task_id=tid,
             )
             result = RetentionResult(recorded=True, affected_decision_ids=plan["flagged"])
             replay.remember(tx, result)
@@ -342,7 +347,7 @@ class HistoryRetention:
 #: an activity entry ``a`` as ``ActivityLog.entry`` reads it
 ENTRY_COLUMNS = (
     "a.id AS id, a.at AS at, a.actor AS actor, a.actor_kind AS actor_kind, a.action AS action, "
-    "a.target_kind AS target_kind, "
+    "a.target_kind AS target_kind, a.task_id AS task_id, "
     "a.target_id AS target_id, a.summary AS summary, a.reason AS reason, a.imported_at AS imported_at, "
     "a.purge AS disk_purge, a.purged_at AS disk_purged_at, a.purge_verified AS purge_verified, "
     "a.purge_bound AS purge_bound, coalesce(a.notify, []) AS notify"
@@ -350,21 +355,37 @@ ENTRY_COLUMNS = (
 
 
 class ActivityLog:
-    """The project's record of review and retention actions, newest first."""
+    """The project's record of review, retention and team actions, newest
+    first, read whole or by filter (``ActivityFilter``: person, action,
+    task, decision, time range, combined)."""
+
+    #: entries per statement of a long read (``every``)
+    EVERY_PAGE = 200
+    #: the first window of time a long read tries (``every``): an hour
+    FIRST_WINDOW_US = 3_600_000_000
 
     def __init__(self, store: GraphStore, *, project_id: str) -> None:
         self.store = store
         self.project_id = c.text(project_id, "project_id", allow_empty=False)
-        store.ensure_schema(self.project_id, DECISION_SCHEMA)
+        store.ensure_schema(self.project_id, DECISION_SCHEMA + ACTIVITY_SCHEMA)
 
-    def list(self, *, before: str | None = None, limit: int = 50, action: str | None = None) -> list[ActivityEntry]:
+    def list(
+        self,
+        *,
+        before: str | None = None,
+        limit: int = 50,
+        action: str | None = None,
+        where: ActivityFilter | None = None,
+    ) -> list[ActivityEntry]:
         """Newest first. ``before``: ``cursor(last entry)`` of the previous
-        page (an ISO time alone is taken too: the entries before that time)."""
-        return [self.entry(r) for r in self._rows(before, limit, action)]
+        page (an ISO time alone is taken too: the entries before that time).
+        ``action`` is ``where.action``, kept for its callers."""
+        return [self.entry(r) for r in self._rows(before, limit, self._where(where, action))]
 
     def entry(self, row: dict[str, Any]) -> ActivityEntry:
         """The entry of a row read with ``ENTRY_COLUMNS``."""
         verified, bound = row.pop("purge_verified", None), row.pop("purge_bound", None)
+        row["task_id"] = row.get("task_id") or None
         entry = ActivityEntry.model_validate(row)
         if entry.disk_purge is None:
             return entry
@@ -372,7 +393,12 @@ class ActivityLog:
         return entry.model_copy(update={"disk": disk})
 
     def list_with_links(
-        self, *, before: str | None = None, limit: int = 50, action: str | None = None
+        self,
+        *,
+        before: str | None = None,
+        limit: int = 50,
+        action: str | None = None,
+        where: ActivityFilter | None = None,
     ) -> tuple[list[ActivityEntry], dict[str, str]]:
         """``list``, with the decision each entry's link opens, by entry id,
         read with it: a supersede entry ("X: revision 2") opens the revision
@@ -380,7 +406,7 @@ class ActivityLog:
         rows = self._rows(
             before,
             limit,
-            action,
+            self._where(where, action),
             # a supersede entry's old revision names the new one
             "OPTIONAL MATCH (o:Decision {id: CASE WHEN a.action = 'supersede' THEN a.target_id END}) ",
             ", o.superseded_by AS opens",
@@ -389,32 +415,64 @@ class ActivityLog:
         links = {r["id"]: r["opens"] or r["target_id"] for r in rows if r["target_kind"] == "decision"}
         return entries, links
 
+    def _where(self, where: ActivityFilter | None, action: str | None) -> ActivityFilter:
+        where = _activity.checked(where)
+        if action is not None:
+            where = where.model_copy(update={"action": c.text(action, "action")})
+        _activity.complete_older(self.store, self.project_id)  # once: entries older than task_id, at_us
+        return where
+
     def _rows(
-        self, before: str | None, limit: int, action: str | None, join: str = "", more: str = ""
+        self,
+        before: str | None,
+        limit: int,
+        where: ActivityFilter,
+        join: str = "",
+        more: str = "",
+        window: tuple[int, int] | None = None,
     ) -> list[dict[str, Any]]:
         before = c.optional_text(before, "before")
-        action = c.optional_text(action, "action")
         limit = c.clamp(limit, 50, 200)
-        at, _, after_id = (before or "").partition("|")
+        conditions, params = _activity.conditions(self.project_id, where, before, window)
         return self.store.read(
             self.project_id,
-            "MATCH (a:Activity) WHERE a.project_id = $p "
-            "AND ($at IS NULL OR a.at < $at OR (a.at = $at AND $id IS NOT NULL AND a.id > $id)) "
-            "AND ($action IS NULL OR a.action = $action) "
-            f"WITH a ORDER BY a.at DESC, a.id LIMIT $n {join}"
+            f"MATCH (a:Activity) WHERE {conditions} WITH a ORDER BY a.at DESC, a.id LIMIT $n {join}"
             f"RETURN {ENTRY_COLUMNS}{more}",
-            {"p": self.project_id, "at": at or None, "id": after_id or None, "action": action, "n": limit},
+            {**params, "n": limit},
         )
 
-    def every(self, *, action: str | None = None) -> Iterator[ActivityEntry]:
-        """Every entry (of ``action``), newest first, read a page at a time."""
-        before = None
-        while True:
-            page = self.list(before=before, limit=200, action=action)
+    def every(self, *, action: str | None = None, where: ActivityFilter | None = None) -> Iterator[ActivityEntry]:
+        """Every entry (matching), newest first, a statement at a time, each
+        over a window of time (``at_us``, a range of its index) that adapts
+        to how dense the log is there: halved after a full page, doubled
+        after one that emptied its window. Each statement sorts a few
+        hundred entries at most (FalkorDB's indexes give no order), so
+        reading the whole log stays linear in its length; memory: a page."""
+        where = self._where(where, action)
+        conditions, params = _activity.conditions(self.project_id, where, None)
+        bounds = self.store.read(
+            self.project_id,
+            f"MATCH (a:Activity) WHERE {conditions} RETURN min(a.at_us) AS oldest, max(a.at_us) AS newest",
+            params,
+        )
+        if not bounds or bounds[0]["oldest"] is None:
+            return
+        oldest, top, span = bounds[0]["oldest"], bounds[0]["newest"] + 1, self.FIRST_WINDOW_US
+        cursor = None
+        while top > oldest:
+            low = max(oldest, top - span)
+            page = [self.entry(r) for r in self._rows(cursor, self.EVERY_PAGE, where, window=(low, top))]
             yield from page
-            if len(page) < 200:
-                return
-            before = self.cursor(page[-1])
+            if len(page) == self.EVERY_PAGE:  # more in this window: on from the page's last, narrower
+                cursor, top, span = self.cursor(page[-1]), c.micros(page[-1].at) + 1, max(span // 2, 1)
+            else:  # the window is read: the next one, wider
+                cursor, top, span = None, low, span * 2
+
+    def progress(self, *, today: datetime, week: datetime) -> list[PersonProgress]:
+        """Per person (and agent): decisions reaffirmed, superseded and
+        rejected since ``today`` and since ``week`` (the caller's start of
+        the day and of the week, aware, in the zone it shows), most first."""
+        return _activity.progress(self.store, self.project_id, today=today, week=week)
 
     @staticmethod
     def cursor(entry: ActivityEntry) -> str:

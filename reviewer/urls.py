@@ -39,6 +39,8 @@ urlpatterns = [
     path(project + "tokens/", tokens.tokens, name="tokens"),
     path(project + "people/", people.people, name="people"),
     path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
+    path(project + "activity/download.csv", activity.download, {"fmt": "csv"}, name="activity_csv"),
+    path(project + "activity/download.jsonl", activity.download, {"fmt": "jsonl"}, name="activity_jsonl"),
     path("api/v1/", include("reviewer.api.urls")),
     # the person's inbox and "since my last visit" (reviewer/inbox.py)
     path("inbox/", inbox.inbox_page, name="inbox"),

@@ -9,10 +9,12 @@ from ._base import Model
 
 __all__ = [
     "ActivityEntry",
+    "ActivityFilter",
     "ActorKind",
     "DiskPurge",
     "DiskState",
     "Notice",
+    "PersonProgress",
     "RetentionErrorCode",
     "RetentionResult",
     "SinceLastVisit",
@@ -96,6 +98,37 @@ class ActivityEntry(Model):
     disk: DiskPurge | None = None
     #: the people (user names) this entry is news for (``log_activity``)
     notify: list[str] = []
+    #: the task the entry is about (a decision's, an event's, a deleted
+    #: task's own id); None where nobody knows (a root-cause group, or an
+    #: entry older than the field whose decision was deleted)
+    task_id: str | None = None
+
+
+class ActivityFilter(Model, frozen=True):
+    """Which entries of the activity log to read; every field set narrows
+    it (they combine with AND). Times are aware datetimes: ``since`` is
+    inclusive, ``until`` exclusive (a caller turns a person's dates into
+    them, in the time zone it shows)."""
+
+    #: who wrote it (``ActivityEntry.actor``, exactly)
+    actor: str | None = None
+    action: str | None = None
+    #: a task's name: entries about it, its decisions or its events
+    task: str | None = None
+    #: a decision's id (``ActivityEntry.target_id``)
+    decision: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+class PersonProgress(Model, frozen=True):
+    """What one person (or agent) settled in a project: decisions reaffirmed,
+    superseded and rejected, today and this week."""
+
+    actor: str
+    actor_kind: ActorKind | None = None
+    today: dict[str, int] = {}
+    week: dict[str, int] = {}
 
 
 class TaskDeletionPreview(Model):

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods
 
 from .. import access
 from ..models import ProjectGrant
+from .activity import team_progress
 from .base import _project
 
 
@@ -45,7 +46,7 @@ def _staff() -> list:
 @require_http_methods(["GET", "POST"])
 @login_required
 def people(request: HttpRequest, project: str) -> HttpResponse:
-    _project(request, project)
+    p = _project(request, project)
     access.require(request.user, access.STEWARD, project)
     form = GrantForm(request.POST or None)
     if request.method == "POST":
@@ -64,6 +65,7 @@ def people(request: HttpRequest, project: str) -> HttpResponse:
         "staff": _staff(),
         "roles": ProjectGrant.ROLES,
         "may_add": access.is_staff(request.user),
+        "progress": team_progress(p),
     }
     return render(request, "reviewer/people.html", context, status=400 if form.errors else 200)
 

@@ -23,6 +23,7 @@ from .. import access
 from ..forms import WRITE_ERRORS, GroupActionForm, ReaffirmForm, RejectForm, new_request_id
 from ..inbox import changes, looked, new_cards
 from ..presenters import REASON_LABELS
+from .activity import team_progress
 from .base import CONFLICT_PAGE, PAGE, _decision_or_404, _int, _param, _project
 
 
@@ -43,6 +44,7 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
             "causes": [(c, labels[c], n) for c, n in causes],
             "recent": recent,
             "links": links,
+            "progress": team_progress(p),
         },
     )
 

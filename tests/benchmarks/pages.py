@@ -145,7 +145,46 @@ def seed_benchmark_set(store: GraphStore, decisions: int) -> dict[str, Any]:
     history = ConversationHistory(store, project_id=project, agent_id="bench")
     for i in range(500):
         history.record_event("task-1", kind="tool_result", name="search", payload=f"result {i} " * 40)
+    seed_activity(store, project, max(1000, decisions // 10))
     return {"project": project, "task": "task-0", "events_task": "task-1", "after": 300, "document": "policy"}
+
+
+#: who the seeded activity entries name, and what they did
+ACTIVITY_ACTORS = ("rita", "stan", "vera", "planner", "importer")
+ACTIVITY_ACTIONS = ("reaffirm", "supersede", "reject", "claim", "release", "assign", "comment")
+
+
+def seed_activity(store: GraphStore, project: str, n: int) -> None:
+    """``n`` activity entries over the last 30 days (a team's log beside the
+    decisions), with the properties ``core._review.log_activity`` writes,
+    written in bulk (the pages read them; how each was written does not
+    matter to them): five people and agents, seven actions, the ten tasks."""
+    from datetime import UTC, datetime, timedelta
+
+    from core import _common as c
+
+    now = datetime.now(UTC)
+    for start in range(0, n, 5000):
+        rows = [
+            {
+                "id": str(uuid.uuid4()),
+                "at": c.iso(now - timedelta(seconds=(i * 2_592_000) // n)),
+                "us": c.micros(now - timedelta(seconds=(i * 2_592_000) // n)),
+                "actor": ACTIVITY_ACTORS[i % 5],
+                "kind": "person" if i % 5 < 3 else "agent",
+                "action": ACTIVITY_ACTIONS[i % 7],
+                "task": c.task_id(project, f"task-{i % 10}"),
+                "target": str(uuid.uuid4()),
+            }
+            for i in range(start, min(n, start + 5000))
+        ]
+        store.write(
+            project,
+            "UNWIND $rows AS r CREATE (:Activity {id: r.id, project_id: $p, at: r.at, actor: r.actor, "
+            "actor_kind: r.kind, action: r.action, target_kind: 'decision', target_id: r.target, "
+            "summary: r.action + ' by ' + r.actor, task_id: r.task, at_us: r.us})",
+            {"rows": rows, "p": project},
+        )
 
 
 def seed_demo_set(
@@ -312,12 +351,17 @@ def _page(store: GraphStore, client: Client, url: str) -> Figure:
     for _ in range(PAGE_VIEWS_TIMED):
         with timer:
             response = client.get(url)
+            if response.streaming:  # a download: the time to its last byte
+                b"".join(response.streaming_content)
         assert response.status_code == 200, (url, response.status_code)
     return timer.figures()
 
 
 def page_urls(project: str, *, task: str, events_task: str, after: int, document: str) -> dict[str, str]:
+    from datetime import date, timedelta
+
     base = f"/p/{project}"
+    month = (date.today() - timedelta(days=30)).isoformat()
     return {
         "overview": f"{base}/",
         "review queue": f"{base}/review/",
@@ -331,6 +375,11 @@ def page_urls(project: str, *, task: str, events_task: str, after: int, document
         # a page of the older version's citers (every decision of the set that cites it), from its middle
         "document, a version's citers": f"{base}/document/?{urlencode({'key': document, 'version': 1, 'before': 5000})}",
         "activity": f"{base}/activity/",
+        # the filters combined (a person's rejects this month), one task's, and downloads of a filter
+        "activity, filtered": f"{base}/activity/?{urlencode({'actor': 'stan', 'action': 'reject', 'since': month})}",
+        "activity, one task": f"{base}/activity/?{urlencode({'task': task})}",
+        "activity CSV, a person's rejects": f"{base}/activity/download.csv?{urlencode({'actor': 'stan', 'action': 'reject'})}",
+        "activity JSON Lines, one task": f"{base}/activity/download.jsonl?{urlencode({'task': task})}",
     }
 
 

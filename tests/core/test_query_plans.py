@@ -283,3 +283,48 @@ def test_the_review_actions_writes_find_their_nodes_by_index_on_neo4j(
         assert not [op for op in ops if op.split()[0] in SCANS], f"a write scans a label: {query}\n{ops}"
         # nor every node of the project: an index on project_id alone finds them all
         assert not [op for op in ops if "Index" in op and "(project_id)" in op], f"a write reads a project: {ops}"
+
+
+def test_the_activity_logs_filters_and_progress_use_indexes_on_neo4j(neo4j_store: GraphStore, project: str) -> None:
+    """Each filter of the activity log (alone, combined, with the page's
+    cursor), a download's pages and the team's progress reach the entries
+    through an index, never a label scan; a page in time order (no filter
+    but dates) walks the ``(project_id, at)`` index in its order."""
+    from datetime import UTC, datetime
+
+    from core.models import ActivityFilter
+    from core.retention import ActivityLog
+
+    traces = DecisionTraces(neo4j_store, project_id=project, agent_id="rita")
+    first = traces.list_decisions_for_review(limit=2).decisions
+    assert traces.reaffirm_decision(str(first[0].id), explanation="holds").recorded
+    assert traces.reject_decision(str(first[1].id), reason="no").recorded
+    recording = Recording(neo4j_store)
+    log = ActivityLog(recording, project_id=project)  # type: ignore[arg-type]
+    since, until = datetime(2020, 1, 1, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC)
+    cursor = ActivityLog.cursor(log.list()[0])
+    reads = {
+        "everything": lambda: log.list_with_links(limit=10),
+        "dates": lambda: log.list_with_links(where=ActivityFilter(since=since, until=until)),
+        "next page": lambda: log.list_with_links(before=cursor, where=ActivityFilter(since=since)),
+        "person": lambda: log.list_with_links(where=ActivityFilter(actor="rita")),
+        "action": lambda: log.list_with_links(where=ActivityFilter(action="reject")),
+        "task": lambda: log.list_with_links(where=ActivityFilter(task="task-1")),
+        "decision": lambda: log.list_with_links(where=ActivityFilter(decision=str(first[0].id))),
+        "combined": lambda: log.list_with_links(
+            before=cursor, where=ActivityFilter(actor="rita", action="reaffirm", task="task-0", since=since)
+        ),
+        "download": lambda: list(log.every(where=ActivityFilter(actor="rita"))),
+        "progress": lambda: log.progress(today=since, week=since),
+    }
+    for name, read in reads.items():
+        read()
+        recording.reads.clear()
+        read()
+        assert recording.reads, name
+        for query, params in recording.reads:
+            ops = plan_of(neo4j_store, query, params)
+            assert not [op for op in ops if op.split()[0] in SCANS], f"{name} scans a label: {query}\n{ops}"
+            if name in ("everything", "dates", "next page"):
+                assert any("IndexSeek" in op and "project_id, at" in op for op in ops), f"{name}: {ops}"
+                assert not [op for op in ops if op.split()[0] in ("Sort", "Top")], f"{name} sorts: {ops}"
