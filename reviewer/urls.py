@@ -4,7 +4,7 @@ from . import (
     converters,  # noqa: F401  (registers the path converters)
     oidc,
 )
-from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
+from .views import activity, auth, claims, decisions, documents, events, health, people, queue, tasks, tokens
 
 project = "p/<project:project>/"
 
@@ -39,5 +39,8 @@ urlpatterns = [
     path(project + "tokens/", tokens.tokens, name="tokens"),
     path(project + "people/", people.people, name="people"),
     path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
+    path(project + "claims/", claims.take_over, name="claim_target"),
+    path(project + "claims/lease", claims.lease, name="claim_lease"),
+    path(project + "claims/<str:action>", claims.claim_action, name="claim_action"),
     path("api/v1/", include("reviewer.api.urls")),
 ]

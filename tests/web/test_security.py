@@ -48,6 +48,7 @@ PAGES = {
     "events",
     "document",
     "activity",
+    "claim_target",
 }
 # Actions, with the least role that may take them.
 ACTIONS = {
@@ -63,6 +64,8 @@ ACTIONS = {
     "tokens": "steward",
     "revoke_token": "steward",
     "people": "steward",
+    "claim_action": "reviewer",
+    "claim_lease": "steward",
 }
 LOWER = {"reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
@@ -122,6 +125,10 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
         return reverse(name, kwargs=project), {"username": "vera", "role": "reviewer"}
     if name == "revoke_token":
         return reverse(name, kwargs={**project, "token_id": _token(story).pk}), {}
+    if name == "claim_action":
+        return reverse(name, kwargs={**project, "action": "claim"}), {"kind": "decision", "target": story.moved}
+    if name == "claim_lease":
+        return reverse(name, kwargs=project), {"minutes": "5"}
     return reverse(name, kwargs=project), {}
 
 
