@@ -164,7 +164,7 @@ def overview_claims(p: Project) -> dict[str, Any]:
     held = claims.held()
     by_person: dict[str, list[Any]] = {}
     for h in held:
-        by_person.setdefault(h.holder, []).append(h)
+        by_person.setdefault(h.holder, []).append((h, ago(h.claimed_at)))
     groups = [h.target_id for h in held if h.target_kind is TargetKind.group]
     return {
         "held": list(by_person.items()),
@@ -350,8 +350,12 @@ def _take_over_page(
     status: int = 200,
 ) -> HttpResponse:
     context = box_context(request, p, kind, target, error=error, typed=typed)
-    if kind is TargetKind.decision and not p.traces.get_decision(target).found:
-        raise Http404("no such decision")
+    if kind is TargetKind.decision:
+        context["d"] = p.traces.get_decision(target).decision
+        if context["d"] is None:
+            raise Http404("no such decision")
+    else:
+        context["label"] = p.views.cause_labels([target])[target]
     back = _param(request.GET if request.method == "GET" else request.POST, "next", 2000)
     context["back"] = (
         back if back.startswith(reverse("overview", kwargs={"project": p.id})) else _back(request, p, kind, target)
@@ -365,7 +369,7 @@ def lease(request: HttpRequest, project: str) -> HttpResponse:
     """A steward sets how long a claim lasts in this project."""
     p = _project(request, project)
     access.require(request.user, access.STEWARD, project)
-    typed = _param(request.POST, "minutes", 20).strip()
+    typed = _param(request.POST, "minutes", 200).strip()
     try:
         minutes = int(typed)
     except ValueError:
@@ -395,7 +399,11 @@ def claim_guard(request: HttpRequest, p: Project, decision_id: Any) -> HttpRespo
     fields = [
         (k, v) for k, values in request.POST.lists() if k not in ("csrfmiddlewaretoken", "claim_ok") for v in values
     ]
+    d = p.traces.get_decision(did).decision
+    verb = request.path.rstrip("/").rpartition("/")[2]
     context = {
+        "d": d,
+        "verb": verb.capitalize() if verb in ("reaffirm", "reject", "supersede") else "Act",
         "question": act_anyway(mark.claim),
         "claim": mark.claim,
         "fields": fields,
