@@ -32,9 +32,10 @@ from typing import Any
 
 from . import _claim_rows as rows
 from . import _common as c
-from . import _review, limits
+from . import _counters, _review, limits
 from ._decision_rows import _DECISION_FIELDS, _decision
 from ._schema import CORE_SCHEMA
+from .decisions import DecisionTraces
 from .models.claims import (
     Assignment,
     AssignResult,
@@ -415,10 +416,11 @@ class Claims:
         page = [i for i, _ in ordered[offset : offset + limit]]
         return self._page(page, len(ordered))
 
-    def _open_positions(self, ids: list[str], causes: list[str], who: str) -> dict[str, int]:
+    def _open_positions(self, ids: list[str], causes: list[str], who: str | None) -> dict[str, int]:
         """The open decisions among ``ids`` and in the groups ``causes``
         (but not those of a group assigned, each by itself, to someone
-        other than ``who``), with their queue positions."""
+        other than ``who``; None: every one of the groups), with their
+        queue positions."""
         found: dict[str, int] = {}
         if ids:
             for r in self.store.read(
@@ -432,7 +434,7 @@ class Claims:
             for r in self.store.read(
                 self.project_id,
                 "UNWIND $keys AS k MATCH (d:Decision {root_cause: k}) WHERE d.review_open = true AND d.project_id = $p "
-                "OPTIONAL MATCH (a:Assignment {id: $ad + d.id}) WITH d, a WHERE a IS NULL OR a.assignee = $who "
+                "OPTIONAL MATCH (a:Assignment {id: $ad + d.id}) WITH d, a WHERE $who IS NULL OR a IS NULL OR a.assignee = $who "
                 "RETURN d.id AS id, d.queue_pos AS pos",
                 {"keys": causes, "p": self.project_id, "who": who, **self._prefixes()},
             ):
@@ -440,28 +442,30 @@ class Claims:
         return found
 
     def _unassigned(self, offset: int, limit: int) -> TeamQueue:
+        """The queue past what is assigned: its count is the kept open count
+        less the assigned open decisions (read through the assignments),
+        its page read as the queue's pages are (in position order, widening
+        ranges on FalkorDB), with the assigned left out."""
         taken = self.store.read(
             self.project_id,
             "MATCH (a:Assignment) WHERE a.project_id = $p AND a.assignee IS NOT NULL "
             "RETURN a.target_kind AS kind, a.target_id AS target",
             {"p": self.project_id},
         )
-        ids = [r["target"] for r in taken if r["kind"] == "decision"]
-        causes = [r["target"] for r in taken if r["kind"] == "group"]
-        where = (
-            "d.review_open = true AND d.project_id = $p AND NOT d.id IN $ids "
-            "AND (d.root_cause IS NULL OR NOT d.root_cause IN $causes)"
-        )
+        ids = sorted({r["target"] for r in taken if r["kind"] == "decision"})
+        causes = sorted({r["target"] for r in taken if r["kind"] == "group"})
+        assigned = self._open_positions(ids, causes, None)
+        count = max(0, _counters.open_count(self.store, self.project_id) - len(assigned))
+        if offset >= count:
+            return TeamQueue([], count, {})
+        where = [] if self.store.graph_per_project else ["d.project_id = $p"]
+        where += ["NOT d.id IN $ids", "(d.root_cause IS NULL OR NOT d.root_cause IN $causes)"]
         params = {"p": self.project_id, "ids": ids, "causes": causes, "skip": offset, "n": limit}
-        count = self.store.read(self.project_id, f"MATCH (d:Decision) WHERE {where} RETURN count(d) AS n", params)[0][
-            "n"
-        ]
-        found = self.store.read(
-            self.project_id,
-            f"MATCH (d:Decision) WHERE {where} WITH d ORDER BY d.queue_pos, d.id SKIP $skip LIMIT $n RETURN d.id AS id",
-            params,
-        )
-        return self._page([r["id"] for r in found], count)
+        traces = DecisionTraces(self.store, project_id=self.project_id, agent_id=self.agent_id)
+        rows: dict[str, dict[str, Any]] = {}
+        decisions = traces._queue_page(where, params, count, scope=None, rows=rows)
+        result = TeamQueue(decisions, count, {i: r["cause"] for i, r in rows.items()})
+        return result
 
     def _page(self, ids: list[str], count: int) -> TeamQueue:
         if not ids:
