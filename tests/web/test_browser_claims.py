@@ -54,6 +54,9 @@ def test_two_reviewers_split_the_queue_by_claims(
     stan.goto(f"{base}/decisions/{story.moved}/")
     stan.get_by_text("Claimed by rita").wait_for()
     _shots(stan, "decision-claimed")
+    stan.get_by_role("link", name="Take over…").click()
+    stan.locator("#take-over-form").wait_for()
+    _shots(stan, "take-over")
     # acting on it asks first (the card becomes the question), and the answer acts
     stan.goto(f"{base}/review/")
     theirs = stan.locator(f"#d-{story.moved}")
