@@ -5,6 +5,7 @@ the holder, a steward assigns, and one read gives a page its marks."""
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -17,6 +18,7 @@ from core.knowledge import Graph
 from core.models import ClaimErrorCode, TargetKind
 from core.retention import ActivityLog
 from core.stores import GraphStore
+from core.traces_io import export_project, import_lines
 
 D, G = TargetKind.decision, TargetKind.group
 
@@ -167,3 +169,26 @@ def test_groups_assignments_marks_and_queues(store: GraphStore, project_id: str)
     assert stan.unassign(G, cause).recorded and stan.unassign(G, cause).error is ClaimErrorCode.not_assigned
     assert [str(d.id) for d in sam.queue(unassigned=True).result.decisions] == ids[:2]
     assert rita.marks(ids)[ids[0]].assignment is None
+
+
+def test_assignments_go_out_and_back_with_the_traces(store: GraphStore, project_id: str) -> None:
+    ids, cause = _flagged(store, project_id, 2)
+    stan = _as(store, project_id, "stan")
+    stan.assign(G, cause, assignee="sam")
+    stan.assign(D, ids[1], assignee="rita")
+    stan.claim(D, ids[0])  # a lease: not exported
+    lines = [json.dumps(line) for line in export_project(store, project_id)]
+    assert sum('"op": "assign"' in line for line in lines) == 2
+    copy = project_id + "-copy"
+    try:
+        for number, outcome in import_lines(store, lines, project=copy):
+            assert not isinstance(outcome, Exception), (number, outcome)
+        moved = [
+            str(d.id)
+            for d in DecisionTraces(store, project_id=copy, agent_id="x").list_decisions_for_review().decisions
+        ]
+        marks = _as(store, copy, "x").marks(moved)
+        assert sorted(m.assignment.assignee for m in marks.values()) == ["rita", "sam"]
+        assert all(m.claim is None for m in marks.values())
+    finally:
+        store.drop_project(copy)
