@@ -105,5 +105,18 @@ ACTIVITY_SCHEMA = Schema(
     )
 )
 
+#: Claims and assignments of decisions and root-cause groups (``core.claims``).
+CLAIM_SCHEMA = Schema(
+    (
+        NodeIndex("Claim", ("id",), unique=True),
+        NodeIndex("Claim", ("holder",)),
+        NodeIndex("Claim", ("project_id",)),
+        NodeIndex("Assignment", ("id",), unique=True),
+        NodeIndex("Assignment", ("assignee",)),
+        NodeIndex("Assignment", ("project_id",)),
+        NodeIndex("TeamSettings", ("id",), unique=True),
+    )
+)
+
 #: What every service of the core needs.
-CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA + ACTIVITY_SCHEMA
+CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA + ACTIVITY_SCHEMA + CLAIM_SCHEMA

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import _causes, _citations, _conflict_keys, _counters, _review, limits
+from . import _causes, _citations, _claim_rows, _conflict_keys, _counters, _review, limits
 from . import _common as c
 from ._decision_reads import DecisionReads
 from ._decision_rows import (
@@ -471,6 +471,7 @@ class DecisionTraces(DecisionReads):
         norm = normalized(content.conclusion)
         self._write_choice(tx, old["choice_key"], [*active, {"id": str(decision.id), "norm": norm}], at)
         self._activity(tx, "supersede", target, f"{old['choice_key']}: revision {decision.revision}", explanation, at)
+        _claim_rows.end_claim(tx, self.project_id, target)
         return decision
 
     def reject_decision(self, decision_id: str, *, reason: str, request_id: str | None = None) -> RejectDecisionResult:
@@ -516,6 +517,7 @@ class DecisionTraces(DecisionReads):
             _review.enqueue(tx, self.project_id, queued, at, tally.positions, tally=tally)
             self._write_choice(tx, old["choice_key"], active, at)
             self._activity(tx, "reject", target, old["choice_key"], reason, at)
+            _claim_rows.end_claim(tx, self.project_id, target)
             decision = _decision(
                 {
                     **old,
@@ -582,6 +584,7 @@ class DecisionTraces(DecisionReads):
             self._renew_supports(tx, old, supports, links, explanation, at)
             tally.settle(tx)
             self._activity(tx, "reaffirm", target, old["choice_key"], explanation, at)
+            _claim_rows.end_claim(tx, self.project_id, target)
             decision = _decision(
                 {
                     **old,

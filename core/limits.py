@@ -73,6 +73,19 @@ FETCHED_MAX = 100
 #: Supports of one step result (the seed sets none): else ``too_many_supports``.
 STEP_SUPPORTS_MAX = 100
 
+# -- claims and assignment (core/claims.py) ---------------------------------------
+
+#: Why a person takes over someone's live claim: a sentence, shown to them.
+TAKE_OVER_REASON_MAX = 1_000
+#: A root-cause group's key as a claim or an assignment names it (a cause is
+#: ``doc:KEY``, ``redaction:ID``, ``superseded:ID``…: a document key and a prefix).
+GROUP_KEY_MAX = 200
+#: A claim's lease, in minutes, as a steward sets it for the project.
+LEASE_MINUTES_MIN = 1
+LEASE_MINUTES_MAX = 120
+#: How long a page left open keeps renewing a claim, from when it was made.
+CLAIM_CAP_MINUTES = 120
+
 
 def over(value: str | None, limit: int) -> bool:
     """Whether a text (None: not given) is longer than ``limit`` characters."""
@@ -114,6 +127,9 @@ TABLE: dict[str, int] = {
     "cited span (passage)": PASSAGE_MAX,
     "fetched (items)": FETCHED_MAX,
     "step result supports": STEP_SUPPORTS_MAX,
+    "take-over reason": TAKE_OVER_REASON_MAX,
+    "claimed or assigned group key": GROUP_KEY_MAX,
+    "claim lease (minutes)": LEASE_MINUTES_MAX,
 }
 
 # -- the inbox and "since my last visit" (core.notices) --

@@ -52,6 +52,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import _common as c
+from .claims import Claims
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import (
@@ -81,6 +82,7 @@ OPERATIONS = (
     "redact_event",
     "delete_task",
     "continue_review",
+    "assign",
 )
 _COMMON = {"op", "project", "agent", "request_id", "at"}
 
@@ -246,6 +248,14 @@ class Importer:
             return None
         return traces.continue_decision_review(**a)
 
+    def _assign(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        """A steward's assignment (``core.claims``): of a decision (``decision``)
+        or of a root-cause group (``group``, its key) to ``assignee``."""
+        claims = self._service(Claims, project, agent)
+        if "group" in a:
+            return claims.assign("group", a.pop("group"), assignee=a.pop("assignee"))
+        return claims.assign("decision", self._decision(project, a.pop("decision")), assignee=a.pop("assignee"))
+
     # -- references -------------------------------------------------------
 
     def _decision(self, project: str, ref: Any) -> str:
@@ -362,6 +372,7 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
         export.steps(task)
     export.decisions(decisions)
     export.reviews()
+    export.assignments()
     yield from export.in_order()
     # The source's review spread to the end: so does the import's. (Review
     # still queued at the source stays queued in the import, for a sweep.)
@@ -543,6 +554,9 @@ class _Export:
                 {"op": "supersede_decision", "decision": previous, "explanation": explanation or "superseded", **line},
             )
 
+    def assignments(self) -> None:
+        _assignments(self)
+
     def reviews(self) -> None:
         """What people did afterwards: redactions, rejections, reaffirmations."""
         for entry in ActivityLog(self.store, project_id=self.project).every():
@@ -583,6 +597,23 @@ class _Export:
                 if entry.reason:
                     line["explanation"] = entry.reason
                 self.at(entry.at, 5, line)
+
+
+def _assignments(export: _Export) -> None:
+    """The assignments standing now, each at the time it was made, as its
+    steward made it (claims are leases: not exported)."""
+    rows = export.store.read(
+        export.project,
+        "MATCH (a:Assignment) WHERE a.project_id = $p AND a.assignee IS NOT NULL "
+        "RETURN a.target_kind AS kind, a.target_id AS target, a.assignee AS who, a.assigned_by AS by, "
+        "a.assigned_at AS at ORDER BY a.assigned_at, a.id",
+        {"p": export.project},
+    )
+    for r in rows:
+        if r["kind"] == "decision" and r["target"] not in export.ref:
+            continue
+        target = {"decision": export.ref[r["target"]]} if r["kind"] == "decision" else {"group": r["target"]}
+        export.at(_time(r["at"]), 6, {"op": "assign", "agent": r["by"], **target, "assignee": r["who"]})
 
 
 def _all_decisions(traces: DecisionTraces, task_names: list[str]) -> list[Any]:

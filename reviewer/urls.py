@@ -4,7 +4,7 @@ from . import (
     converters,  # noqa: F401  (registers the path converters)
     oidc,
 )
-from .views import activity, auth, decisions, documents, events, health, inbox, people, queue, tasks, tokens
+from .views import activity, auth, claims, decisions, documents, events, health, inbox, people, queue, tasks, tokens
 
 project = "p/<project:project>/"
 
@@ -41,6 +41,9 @@ urlpatterns = [
     path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
     path(project + "activity/download.csv", activity.download, {"fmt": "csv"}, name="activity_csv"),
     path(project + "activity/download.jsonl", activity.download, {"fmt": "jsonl"}, name="activity_jsonl"),
+    path(project + "claims/", claims.take_over, name="claim_target"),
+    path(project + "claims/lease", claims.lease, name="claim_lease"),
+    path(project + "claims/<str:action>", claims.claim_action, name="claim_action"),
     path("api/v1/", include("reviewer.api.urls")),
     # the person's inbox and "since my last visit" (reviewer/inbox.py)
     path("inbox/", inbox.inbox_page, name="inbox"),

@@ -29,6 +29,7 @@ from .. import access
 from ..forms import WRITE_ERRORS, CiteInsteadForm, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
 from ..inbox import looked
 from ..presenters import clip
+from . import claims as team
 from .base import Project, _decision_or_404, _int, _param, _project
 
 #: the card of one decision: the queue's partial, also the htmx answer to an action
@@ -144,6 +145,7 @@ def _decision_context(
         # what the person typed into a refused form, kept when the form is no longer offered
         "typed": _typed(forms.get(forms.get("error_form") or "")),
         "cite_request_id": new_request_id(),
+        **team.decision_claims(request, p, d),
     }
 
 
@@ -308,7 +310,7 @@ def _following(p: Project, d: Decision) -> str | None:
     of its root-cause group in queue order, read before the write, as the
     queue's cards do (``next_after_in_group`` starts from d's place)."""
     cause = p.views.review_actions(d).cause
-    return p.views.next_after_in_group(str(d.id), cause) if cause else None
+    return team.next_unclaimed(p, p.views.next_after_in_group(str(d.id), cause), cause) if cause else None
 
 
 def _after_action(
@@ -405,6 +407,9 @@ def _decision_action(
     missing, and answers with it."""
     p = _project(request, project)
     access.require(request.user, access.REVIEWER, project)
+    asked = team.claim_guard(request, p, decision_id)  # someone else's claim: act anyway?
+    if asked is not None:
+        return asked
     form = form_class(request.POST)
     if not form.is_valid():
         return _refused(request, p, _decision_or_404(p, decision_id), name, form, invalid, read_again=False)
@@ -457,6 +462,9 @@ def supersede(request: HttpRequest, project: str, decision_id: Any) -> HttpRespo
     p = _project(request, project)
     access.require(request.user, access.REVIEWER, project)
     d = _decision_or_404(p, decision_id)
+    asked = team.claim_guard(request, p, d.id)  # someone else's claim: act anyway?
+    if asked is not None:
+        return asked
     choices = p.views.supersede_choices(d)
     form = SupersedeForm(request.POST, choices=_keep_choices(choices))
     if not form.is_valid():

@@ -24,6 +24,7 @@ from ..forms import WRITE_ERRORS, GroupActionForm, ReaffirmForm, RejectForm, new
 from ..inbox import changes, looked, new_cards
 from ..presenters import REASON_LABELS
 from .activity import team_progress
+from . import claims as team
 from .base import CONFLICT_PAGE, PAGE, _decision_or_404, _int, _param, _project
 
 
@@ -45,6 +46,7 @@ def overview(request: HttpRequest, project: str) -> HttpResponse:
             "recent": recent,
             "links": links,
             "progress": team_progress(p),
+            **team.overview_claims(p),
         },
     )
 
@@ -64,6 +66,9 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
         "page": _int(request.GET.get("page"), 1, minimum=1, maximum=10**6),
         "page_size": PAGE,
     }
+    who = _param(request.GET, "who", 200).strip()
+    if who:  # by assignee (claims.py): the filter stands alone
+        return team.queue_by_assignee(request, p, who, filters["page"], PAGE)
     # the task filter matches like the Tasks page: name contains, any case
     q = p.views.queue_page_matching(task=task, **filters) if task else p.views.queue_page(**filters)
     labels, sizes = p.views.cause_labels([key for key, _ in q.groups]), q.sizes
@@ -88,6 +93,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
             if access.can(request.user, access.REVIEWER, project)
             else {},
             **CARD_QUIET,
+            **team.queue_extras(p, q.result.decisions, [key for key, _ in q.groups]),
         },
     )
 
@@ -155,10 +161,13 @@ def queue_act(request: HttpRequest, project: str, decision_id: Any, action: str)
     if action not in FLOW_ACTIONS:
         raise Http404("no such action")
     d = _decision_or_404(p, decision_id)
+    asked = team.claim_guard(request, p, d.id)  # someone else's claim: act anyway?
+    if asked is not None:
+        return asked
     cause = _param(request.POST, "cause", 1000)
     group_total = _int(request.POST.get("group_total"), 0)
     filters = _flow_filters(request.POST)
-    next_id = p.views.next_after_in_group(str(d.id), cause)
+    next_id = team.next_unclaimed(p, p.views.next_after_in_group(str(d.id), cause), cause)
     data = request.POST.copy()
     if action == "reaffirm" and not data.get("explanation", "").strip():
         data["explanation"] = DEFAULT_REAFFIRM_EXPLANATION  # the note is optional

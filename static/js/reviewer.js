@@ -1,4 +1,5 @@
-// Keyboard review on the queue: j/k move between decisions, r reaffirms and
+// Keyboard review on the queue: j/k move between decisions (past those others
+// have claimed), r reaffirms and
 // moves on, n reaffirms with a note, s opens supersede, x focuses the reject
 // reason, ? shows the keys.
 //
@@ -15,8 +16,11 @@
     cards().forEach(function (c) { c.classList.remove("focused"); });
     if (card) { card.classList.add("focused"); card.focus({ preventScroll: true }); card.scrollIntoView({ block: "nearest" }); }
   }
+  // j/k pass over the cards someone else has claimed (data-claimed="other")
   function move(step) {
-    var all = cards(); if (!all.length) { return; }
+    var here = current();
+    var all = cards().filter(function (c) { return c === here || c.dataset.claimed !== "other"; });
+    if (!all.length) { return; }
     var at = all.indexOf(current());
     if (at < 0) { focusCard(step > 0 ? all[0] : all[all.length - 1]); return; }
     focusCard(all[Math.max(0, Math.min(all.length - 1, at + step))]);

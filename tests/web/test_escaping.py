@@ -396,6 +396,20 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
             ("GET", "people/", {}, False, False, (_hostile_person(h),)),
             ("POST", "people/", {"username": hostile("typedperson"), "role": "viewer"}, False, False, ("typedperson",)),
         ],
+        "claim_target": [
+            ("GET", "claims/", {"kind": "decision", "target": h.first}, False, False, ("conclusion", "choice"))
+        ],
+        "claim_action": [
+            (
+                "POST",
+                "claims/assign",
+                {"kind": "decision", "target": h.first, "assignee": hostile("typedassignee")},
+                False,
+                True,
+                ("typedassignee",),
+            )
+        ],
+        "claim_lease": [("POST", "claims/lease", {"minutes": hostile("typedminutes")}, True, False, ("typedminutes",))],
     }
 
 
@@ -455,6 +469,9 @@ ROUTES = sorted(
         "inbox_read_all",
         "inbox_preferences",
         "mark_seen",
+        "claim_target",
+        "claim_action",
+        "claim_lease",
     ]
 )
 

@@ -53,6 +53,7 @@ PAGES = {
     "inbox_read",
     "inbox_read_all",
     "inbox_preferences",
+    "claim_target",
 }
 # Actions, with the least role that may take them.
 ACTIONS = {
@@ -69,6 +70,8 @@ ACTIONS = {
     "revoke_token": "steward",
     "people": "steward",
     "mark_seen": "viewer",  # the person's own "last looked" in the project
+    "claim_action": "reviewer",
+    "claim_lease": "steward",
 }
 LOWER = {"viewer": [], "reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
@@ -128,6 +131,10 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
         return reverse(name, kwargs=project), {"username": "vera", "role": "reviewer"}
     if name == "revoke_token":
         return reverse(name, kwargs={**project, "token_id": _token(story).pk}), {}
+    if name == "claim_action":
+        return reverse(name, kwargs={**project, "action": "claim"}), {"kind": "decision", "target": story.moved}
+    if name == "claim_lease":
+        return reverse(name, kwargs=project), {"minutes": "5"}
     return reverse(name, kwargs=project), {}
 
 
