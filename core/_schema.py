@@ -81,5 +81,18 @@ DECISION_SCHEMA = Schema(
 #: Activity entries whose disk purge is pending (``core._purge``).
 PURGE_SCHEMA = Schema((NodeIndex("Activity", ("purge",)),))
 
+#: Discussion (``core.comments``): threads and comments of a decision, and
+#: the kept count and latest comment per decision the queue cards read.
+COMMENT_SCHEMA = Schema(
+    (
+        NodeIndex("Thread", ("id",), unique=True),
+        NodeIndex("Thread", ("decision_id",)),
+        NodeIndex("Comment", ("id",), unique=True),
+        NodeIndex("Comment", ("thread_id",)),
+        NodeIndex("Comment", ("decision_id",)),
+        NodeIndex("DecisionComments", ("id",), unique=True),
+    )
+)
+
 #: What every service of the core needs.
-CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA
+CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA + COMMENT_SCHEMA

@@ -73,6 +73,21 @@ FETCHED_MAX = 100
 #: Supports of one step result (the seed sets none): else ``too_many_supports``.
 STEP_SUPPORTS_MAX = 100
 
+# -- discussion (core/comments.py) --------------------------------------------------
+
+#: A comment's text, in characters (the issue's).
+COMMENT_MAX = 10_000
+#: People one comment mentions (each an agent id, ``AGENT_ID_MAX``).
+MENTIONS_MAX = 20
+#: Threads on one decision, and comments in one thread: a decision's page
+#: and a thread's read stay bounded (beyond these, a meeting is due).
+THREADS_MAX = 100
+THREAD_COMMENTS_MAX = 100
+#: How long the author may edit a comment, in seconds.
+COMMENT_EDIT_S = 600
+#: A queue card's first line of the latest comment, in characters.
+COMMENT_LINE_MAX = 120
+
 
 def over(value: str | None, limit: int) -> bool:
     """Whether a text (None: not given) is longer than ``limit`` characters."""
@@ -114,4 +129,8 @@ TABLE: dict[str, int] = {
     "cited span (passage)": PASSAGE_MAX,
     "fetched (items)": FETCHED_MAX,
     "step result supports": STEP_SUPPORTS_MAX,
+    "comment": COMMENT_MAX,
+    "comment mentions (items)": MENTIONS_MAX,
+    "threads of a decision": THREADS_MAX,
+    "comments of a thread": THREAD_COMMENTS_MAX,
 }

@@ -19,6 +19,13 @@ the write runs as; default ``import``) and ``request_id`` are common to all::
     {"op": "redact_event", "task": "choose-db", "seq": 3, "reason": "..."}
     {"op": "delete_task", "task": "scratch", "include_decisions": true, "reason": "..."}
     {"op": "continue_review", "limit": 500}                       or "until_done": true
+    {"op": "comment", "decision": {...}, "thread": "<id>", "comment": "<id>", "body": "...", "mentions": []}
+    {"op": "resolve_thread", "thread": "<id>", "resolved": true}
+
+A ``comment`` line is one comment of a discussion (``core.comments``) as it
+stands: its thread is made by its first comment; ``edited_at`` when it was
+edited; a deleted or redacted comment has ``state`` (``deleted``,
+``redacted``), ``removed_by`` and ``removed_at`` and no ``body``.
 
 A decision is named by its id or, portably, by ``{"task", "choice_key",
 "revision"}``. Supports are the core's support inputs; a document support may
@@ -52,6 +59,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import _common as c
+from .comments import Discussion
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import (
@@ -81,6 +89,8 @@ OPERATIONS = (
     "redact_event",
     "delete_task",
     "continue_review",
+    "comment",
+    "resolve_thread",
 )
 _COMMON = {"op", "project", "agent", "request_id", "at"}
 
@@ -246,6 +256,24 @@ class Importer:
             return None
         return traces.continue_decision_review(**a)
 
+    def _comment(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        restore = {"comment": a.pop("comment"), "state": a.pop("state", "live")}
+        for name in ("edited_at", "removed_by", "removed_at"):
+            if a.get(name) is not None:
+                restore[name] = a.pop(name)
+        return self._service(Discussion, project, agent)._post(
+            self._decision(project, a.pop("decision")),
+            a.pop("body", None),
+            thread_id=a.pop("thread"),
+            mentions=a.pop("mentions", None),
+            request_id=rid,
+            restore=restore,
+            **a,
+        )
+
+    def _resolve_thread(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        return self._service(Discussion, project, agent).resolve_thread(a.pop("thread"), request_id=rid, **a)
+
     # -- references -------------------------------------------------------
 
     def _decision(self, project: str, ref: Any) -> str:
@@ -362,6 +390,7 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
         export.steps(task)
     export.decisions(decisions)
     export.reviews()
+    export.comments()
     yield from export.in_order()
     # The source's review spread to the end: so does the import's. (Review
     # still queued at the source stays queued in the import, for a sweep.)
@@ -583,6 +612,38 @@ class _Export:
                 if entry.reason:
                     line["explanation"] = entry.reason
                 self.at(entry.at, 5, line)
+
+    def comments(self) -> None:
+        """Every comment as it stands (a gone one without text), and each
+        resolved thread's resolution."""
+        discussion = Discussion(self.store, project_id=self.project, agent_id="export")
+        threads = self.store.read(
+            self.project,
+            "MATCH (t:Thread) WHERE t.project_id = $p RETURN t.id AS id, t.resolved_at AS at, t.resolved_by AS by",
+            {"p": self.project},
+        )
+        for thread in discussion._comments_of([t["id"] for t in threads]).values():
+            for x in thread:
+                line: dict[str, Any] = {
+                    "op": "comment",
+                    "agent": x.author,
+                    "decision": self.ref.get(x.decision_id, x.decision_id),
+                    "thread": x.thread_id,
+                    "comment": x.id,
+                    "request_id": f"export:comment:{x.id}",
+                }
+                if x.state.value == "live":
+                    line.update({"body": x.body, "mentions": x.mentions})
+                    if x.edited_at is not None:
+                        line["edited_at"] = c.iso(x.edited_at)
+                else:
+                    line.update({"state": x.state.value, "removed_by": x.removed_by})
+                    line["removed_at"] = c.iso(x.removed_at) if x.removed_at else None
+                self.at(x.at, 6, line)
+        for t in threads:
+            if t["at"] is not None:
+                line = {"op": "resolve_thread", "agent": t["by"], "thread": t["id"], "resolved": True}
+                self.at(datetime.fromisoformat(t["at"]), 7, {**line, "request_id": f"export:resolve:{t['id']}"})
 
 
 def _all_decisions(traces: DecisionTraces, task_names: list[str]) -> list[Any]:

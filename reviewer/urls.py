@@ -4,7 +4,7 @@ from . import (
     converters,  # noqa: F401  (registers the path converters)
     oidc,
 )
-from .views import activity, auth, decisions, documents, events, health, people, queue, tasks, tokens
+from .views import activity, auth, comments, decisions, documents, events, health, people, queue, tasks, tokens
 
 project = "p/<project:project>/"
 
@@ -40,4 +40,11 @@ urlpatterns = [
     path(project + "people/", people.people, name="people"),
     path(project + "tokens/<int:token_id>/revoke", tokens.revoke_token, name="revoke_token"),
     path("api/v1/", include("reviewer.api.urls")),
+    # the discussion of a decision (issue 32; reviewer/views/comments.py)
+    path(project + "decisions/<uuid:decision_id>/comments", comments.post_comment, name="post_comment"),
+    path(project + "comments/<uuid:comment_id>/edit", comments.edit_comment, name="edit_comment"),
+    path(project + "comments/<uuid:comment_id>/delete", comments.delete_comment, name="delete_comment"),
+    path(project + "comments/<uuid:comment_id>/redact", comments.redact_comment, name="redact_comment"),
+    path(project + "threads/<uuid:thread_id>/resolve", comments.resolve_thread, name="resolve_thread"),
+    path(project + "people/mentions", comments.mention_people, name="mention_people"),
 ]

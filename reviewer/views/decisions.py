@@ -29,6 +29,7 @@ from .. import access
 from ..forms import WRITE_ERRORS, CiteInsteadForm, ReaffirmForm, RejectForm, SupersedeForm, new_request_id
 from ..presenters import clip
 from .base import Project, _decision_or_404, _int, _param, _project
+from .comments import discussion_context
 
 #: the card of one decision: the queue's partial, also the htmx answer to an action
 CARD = "reviewer/queue.html#decision-card"
@@ -143,6 +144,7 @@ def _decision_context(
         # what the person typed into a refused form, kept when the form is no longer offered
         "typed": _typed(forms.get(forms.get("error_form") or "")),
         "cite_request_id": new_request_id(),
+        **discussion_context(request, p, d.id),  # the discussion partial (views.comments)
     }
 
 
