@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -256,15 +257,25 @@ class Importer:
             return None
         return traces.continue_decision_review(**a)
 
+    @staticmethod
+    def _restored_id(project: str, kind: str, exported: Any) -> str:
+        """The id an exported thread or comment takes in ``project``: derived
+        from both, so a copy beside its source (Neo4j keeps every project in
+        one graph, where ids are unique) never takes the source's ids, and
+        a second import finds the first's."""
+        if not isinstance(exported, str) or not exported:
+            raise LineError(f'"{kind}" must be the exported id (a string)')
+        return str(uuid.uuid5(c.NAMESPACE, f"imported-{kind}\x1f{project}\x1f{exported}"))
+
     def _comment(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
-        restore = {"comment": a.pop("comment"), "state": a.pop("state", "live")}
+        restore = {"comment": self._restored_id(project, "comment", a.pop("comment")), "state": a.pop("state", "live")}
         for name in ("edited_at", "removed_by", "removed_at"):
             if a.get(name) is not None:
                 restore[name] = a.pop(name)
         return self._service(Discussion, project, agent)._post(
             self._decision(project, a.pop("decision")),
             a.pop("body", None),
-            thread_id=a.pop("thread"),
+            thread_id=self._restored_id(project, "thread", a.pop("thread")),
             mentions=a.pop("mentions", None),
             request_id=rid,
             restore=restore,
@@ -272,7 +283,8 @@ class Importer:
         )
 
     def _resolve_thread(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
-        return self._service(Discussion, project, agent).resolve_thread(a.pop("thread"), request_id=rid, **a)
+        thread = self._restored_id(project, "thread", a.pop("thread"))
+        return self._service(Discussion, project, agent).resolve_thread(thread, request_id=rid, **a)
 
     # -- references -------------------------------------------------------
 

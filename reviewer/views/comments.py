@@ -116,8 +116,8 @@ def _back(request: HttpRequest, p: Project, decision_id: Any, *, status: int = 2
     """The answer to a discussion form: the partial (htmx), the decision page
     with the refusal beside its form (refused), or a redirect to the page's
     discussion."""
-    if request.htmx:
-        return render(request, PARTIAL, discussion_context(request, p, decision_id, **problem), status=status)
+    if request.htmx:  # htmx swaps only a 2xx answer: a refusal comes back as the partial with its message
+        return render(request, PARTIAL, discussion_context(request, p, decision_id, **problem))
     if problem:
         from .decisions import PAGE, _decision_context
 
