@@ -23,6 +23,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from core import _common as c
 from core import limits
 from core.comments import Discussion
 from core.models import ActorKind, CommentErrorCode, CommentState
@@ -88,8 +89,6 @@ def discussion_context(request: HttpRequest, p: Project, decision_id: Any, **pro
     listed = discussion_of(p).list_threads(str(decision_id), limit=THREADS_SHOWN, offset=offset)
     me = p.agent
     window = timedelta(seconds=limits.COMMENT_EDIT_S)
-    from core import _common as c
-
     now = c.now()
     editable = {
         x.id
