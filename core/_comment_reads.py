@@ -173,3 +173,24 @@ class CommentReads:
             )
             for r in rows
         }
+
+    def comments_of_entries(self, entries: list[Any]) -> dict[str, CommentContext]:
+        """Per activity entry id, the comment a ``comment`` (or
+        ``comment_edit``) entry records, as :meth:`comment_context` tells it
+        (never its text): the entry names the decision; the comment is the
+        one its actor wrote (or edited) at the entry's time. One read."""
+        rows = [
+            {"e": e.id, "d": e.target_id, "a": e.actor, "at": c.iso(e.at), "edit": e.action == "comment_edit"}
+            for e in entries
+            if e.action in ("comment", "comment_edit") and e.target_kind == "decision"
+        ]
+        if not rows:
+            return {}
+        found = self.store.read(
+            self.project_id,
+            "UNWIND $rows AS r MATCH (x:Comment {decision_id: r.d}) WHERE x.project_id = $p AND x.author = r.a "
+            "AND ((NOT r.edit AND x.at = r.at) OR (r.edit AND x.edited_at = r.at)) RETURN r.e AS entry, x.id AS id",
+            {"rows": rows, "p": self.project_id},
+        )
+        contexts = self.comment_context([r["id"] for r in found])
+        return {r["entry"]: contexts[r["id"]] for r in found if r["id"] in contexts}

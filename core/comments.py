@@ -239,6 +239,7 @@ class Discussion(CommentReads):
                     did,
                     f"{what} “{first_line(decision[0]['conclusion'], 80)}”",
                     notify=[*names, *others],
+                    at=stamp,  # the comment's own time: ``comments_of_entries`` finds it by it
                 )
             result = CommentResult(recorded=True, comment=comment)
             replay.remember(tx, _without_body(result), body_key=key.get("key"))
@@ -296,7 +297,7 @@ class Discussion(CommentReads):
             did,
             summary,
             kw.pop("reason", None),
-            c.iso(c.now()),
+            kw.pop("at", None) or c.iso(c.now()),
             actor_kind=self.actor_kind.value,
             notify=[n for n in dict.fromkeys(notify or []) if n != self.agent_id] or None,
             **kw,
@@ -374,6 +375,7 @@ class Discussion(CommentReads):
                 did,
                 f"edited a comment on “{first_line(row['conclusion'] or '', 80)}”",
                 notify=[n for n in names or [] if n not in earlier_names],
+                at=c.iso(at),  # the edit's time
             )
             row.pop("conclusion")
             comment = self._open([{**row, "body_ct": None, "key_slot": None}])[0]

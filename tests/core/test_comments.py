@@ -171,6 +171,10 @@ def test_summaries_and_context_for_a_page_in_one_read(store: GraphStore, project
     context = rita.comment_context([posted.id])[posted.id]
     assert (context.decision_id, context.thread_id, context.decision_conclusion) == (ids[1], posted.thread_id, "Use k1")
     assert "line" not in context.model_dump_json()
+    # the inbox's way from an activity entry to its comment, without the text
+    entries = ActivityLog(store, project_id=project_id).list(limit=3)
+    found = rita.comments_of_entries(entries)
+    assert found[entries[0].id].comment_id == posted.id and len(found) == 3
 
 
 def test_export_and_import_carry_the_discussion_but_no_redacted_text(store: GraphStore, project_id: str) -> None:
