@@ -118,5 +118,20 @@ CLAIM_SCHEMA = Schema(
     )
 )
 
+#: Discussion (``core.comments``): threads and comments of a decision, and
+#: the kept count and latest comment per decision the queue cards read.
+COMMENT_SCHEMA = Schema(
+    (
+        NodeIndex("Thread", ("id",), unique=True),
+        NodeIndex("Thread", ("decision_id",)),
+        NodeIndex("Comment", ("id",), unique=True),
+        NodeIndex("Comment", ("thread_id",)),
+        NodeIndex("Comment", ("decision_id",)),
+        NodeIndex("DecisionComments", ("id",), unique=True),
+    )
+)
+
 #: What every service of the core needs.
-CORE_SCHEMA = HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA + ACTIVITY_SCHEMA + CLAIM_SCHEMA
+CORE_SCHEMA = (
+    HISTORY_SCHEMA + KNOWLEDGE_SCHEMA + DECISION_SCHEMA + PURGE_SCHEMA + ACTIVITY_SCHEMA + CLAIM_SCHEMA + COMMENT_SCHEMA
+)

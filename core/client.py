@@ -52,12 +52,13 @@ from .models import (
     TaskLookup,
     TaskView,
 )
+from .models.comments import CommentResult, Thread, ThreadList, ThreadResult
 from .models.knowledge import DocumentInfo, DocumentVersion, DocumentWriteResult, FetchResult
 from .stores import GraphStoreError
 
 M = TypeVar("M", bound=BaseModel)
 
-__all__ = ["ApiError", "ConversationHistory", "DecisionTraces", "Graph", "Portal", "connect"]
+__all__ = ["ApiError", "ConversationHistory", "DecisionTraces", "Discussion", "Graph", "Portal", "connect"]
 
 
 class ApiError(Exception):
@@ -513,6 +514,38 @@ class Graph(_Service):
         if not versions:
             return None
         return self.fetch(self.span_evidence_id(key, 0, versions[0].length)).text
+
+
+class Discussion(_Service):
+    """``core.comments.Discussion`` over the API: read a decision's threads,
+    answer in them, resolve them. Mentions are read from the text by the
+    portal (the people who can see the project)."""
+
+    def list_threads(self, decision_id: str, *, limit: int = 10, offset: int = 0) -> ThreadList:
+        _, found = self._call(
+            "GET", f"/decisions/{_q(decision_id)}/threads", query={"limit": limit, "offset": offset}, missing_ok=True
+        )
+        return ThreadList(decision_id=decision_id) if found is None else ThreadList.model_validate(found)
+
+    def get_thread(self, thread_id: str) -> Thread | None:
+        _, found = self._call("GET", f"/threads/{_q(thread_id)}", missing_ok=True)
+        return None if found is None else Thread.model_validate(found)
+
+    def post_comment(
+        self, decision_id: str, body: str, *, thread_id: str | None = None, request_id: str | None = None
+    ) -> CommentResult:
+        return self._model(
+            CommentResult,
+            "POST",
+            f"/decisions/{_q(decision_id)}/comments",
+            {"body": body, "thread_id": thread_id},
+            request_id=request_id,
+        )
+
+    def resolve_thread(self, thread_id: str, *, resolved: bool = True, request_id: str | None = None) -> ThreadResult:
+        return self._model(
+            ThreadResult, "POST", f"/threads/{_q(thread_id)}/resolve", {"resolved": resolved}, request_id=request_id
+        )
 
 
 def _value(v: Any) -> Any:

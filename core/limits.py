@@ -85,6 +85,20 @@ LEASE_MINUTES_MIN = 1
 LEASE_MINUTES_MAX = 120
 #: How long a page left open keeps renewing a claim, from when it was made.
 CLAIM_CAP_MINUTES = 120
+# -- discussion (core/comments.py) --------------------------------------------------
+
+#: A comment's text, in characters (the issue's).
+COMMENT_MAX = 10_000
+#: People one comment mentions (each an agent id, ``AGENT_ID_MAX``).
+MENTIONS_MAX = 20
+#: Threads on one decision, and comments in one thread: a decision's page
+#: and a thread's read stay bounded (beyond these, a meeting is due).
+THREADS_MAX = 100
+THREAD_COMMENTS_MAX = 100
+#: How long the author may edit a comment, in seconds.
+COMMENT_EDIT_S = 600
+#: A queue card's first line of the latest comment, in characters.
+COMMENT_LINE_MAX = 120
 
 
 def over(value: str | None, limit: int) -> bool:
@@ -130,6 +144,10 @@ TABLE: dict[str, int] = {
     "take-over reason": TAKE_OVER_REASON_MAX,
     "claimed or assigned group key": GROUP_KEY_MAX,
     "claim lease (minutes)": LEASE_MINUTES_MAX,
+    "comment": COMMENT_MAX,
+    "comment mentions (items)": MENTIONS_MAX,
+    "threads of a decision": THREADS_MAX,
+    "comments of a thread": THREAD_COMMENTS_MAX,
 }
 
 # -- the inbox and "since my last visit" (core.notices) --

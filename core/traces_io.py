@@ -19,6 +19,13 @@ the write runs as; default ``import``) and ``request_id`` are common to all::
     {"op": "redact_event", "task": "choose-db", "seq": 3, "reason": "..."}
     {"op": "delete_task", "task": "scratch", "include_decisions": true, "reason": "..."}
     {"op": "continue_review", "limit": 500}                       or "until_done": true
+    {"op": "comment", "decision": {...}, "thread": "<id>", "comment": "<id>", "body": "...", "mentions": []}
+    {"op": "resolve_thread", "thread": "<id>", "resolved": true}
+
+A ``comment`` line is one comment of a discussion (``core.comments``) as it
+stands: its thread is made by its first comment; ``edited_at`` when it was
+edited; a deleted or redacted comment has ``state`` (``deleted``,
+``redacted``), ``removed_by`` and ``removed_at`` and no ``body``.
 
 A decision is named by its id or, portably, by ``{"task", "choice_key",
 "revision"}``. Supports are the core's support inputs; a document support may
@@ -44,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,6 +61,7 @@ from pydantic import BaseModel
 
 from . import _common as c
 from .claims import Claims
+from .comments import Discussion
 from .decisions import DecisionTraces
 from .history import ConversationHistory
 from .knowledge import (
@@ -83,6 +92,8 @@ OPERATIONS = (
     "delete_task",
     "continue_review",
     "assign",
+    "comment",
+    "resolve_thread",
 )
 _COMMON = {"op", "project", "agent", "request_id", "at"}
 
@@ -256,6 +267,35 @@ class Importer:
             return claims.assign("group", a.pop("group"), assignee=a.pop("assignee"))
         return claims.assign("decision", self._decision(project, a.pop("decision")), assignee=a.pop("assignee"))
 
+    @staticmethod
+    def _restored_id(project: str, kind: str, exported: Any) -> str:
+        """The id an exported thread or comment takes in ``project``: derived
+        from both, so a copy beside its source (Neo4j keeps every project in
+        one graph, where ids are unique) never takes the source's ids, and
+        a second import finds the first's."""
+        if not isinstance(exported, str) or not exported:
+            raise LineError(f'"{kind}" must be the exported id (a string)')
+        return str(uuid.uuid5(c.NAMESPACE, f"imported-{kind}\x1f{project}\x1f{exported}"))
+
+    def _comment(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        restore = {"comment": self._restored_id(project, "comment", a.pop("comment")), "state": a.pop("state", "live")}
+        for name in ("edited_at", "removed_by", "removed_at"):
+            if a.get(name) is not None:
+                restore[name] = a.pop(name)
+        return self._service(Discussion, project, agent)._post(
+            self._decision(project, a.pop("decision")),
+            a.pop("body", None),
+            thread_id=self._restored_id(project, "thread", a.pop("thread")),
+            mentions=a.pop("mentions", None),
+            request_id=rid,
+            restore=restore,
+            **a,
+        )
+
+    def _resolve_thread(self, project: str, agent: str, rid: str, a: dict[str, Any]) -> Any:
+        thread = self._restored_id(project, "thread", a.pop("thread"))
+        return self._service(Discussion, project, agent).resolve_thread(thread, request_id=rid, **a)
+
     # -- references -------------------------------------------------------
 
     def _decision(self, project: str, ref: Any) -> str:
@@ -373,6 +413,7 @@ def export_project(store: GraphStore, project: str) -> Iterator[dict[str, Any]]:
     export.decisions(decisions)
     export.reviews()
     export.assignments()
+    export.comments()
     yield from export.in_order()
     # The source's review spread to the end: so does the import's. (Review
     # still queued at the source stays queued in the import, for a sweep.)
@@ -597,6 +638,38 @@ class _Export:
                 if entry.reason:
                     line["explanation"] = entry.reason
                 self.at(entry.at, 5, line)
+
+    def comments(self) -> None:
+        """Every comment as it stands (a gone one without text), and each
+        resolved thread's resolution."""
+        discussion = Discussion(self.store, project_id=self.project, agent_id="export")
+        threads = self.store.read(
+            self.project,
+            "MATCH (t:Thread) WHERE t.project_id = $p RETURN t.id AS id, t.resolved_at AS at, t.resolved_by AS by",
+            {"p": self.project},
+        )
+        for thread in discussion._comments_of([t["id"] for t in threads]).values():
+            for x in thread:
+                line: dict[str, Any] = {
+                    "op": "comment",
+                    "agent": x.author,
+                    "decision": self.ref.get(x.decision_id, x.decision_id),
+                    "thread": x.thread_id,
+                    "comment": x.id,
+                    "request_id": f"export:comment:{x.id}",
+                }
+                if x.state.value == "live":
+                    line.update({"body": x.body, "mentions": x.mentions})
+                    if x.edited_at is not None:
+                        line["edited_at"] = c.iso(x.edited_at)
+                else:
+                    line.update({"state": x.state.value, "removed_by": x.removed_by})
+                    line["removed_at"] = c.iso(x.removed_at) if x.removed_at else None
+                self.at(x.at, 6, line)
+        for t in threads:
+            if t["at"] is not None:
+                line = {"op": "resolve_thread", "agent": t["by"], "thread": t["id"], "resolved": True}
+                self.at(datetime.fromisoformat(t["at"]), 7, {**line, "request_id": f"export:resolve:{t['id']}"})
 
 
 def _assignments(export: _Export) -> None:

@@ -4,7 +4,21 @@ from . import (
     converters,  # noqa: F401  (registers the path converters)
     oidc,
 )
-from .views import activity, auth, claims, decisions, documents, events, health, inbox, people, queue, tasks, tokens
+from .views import (
+    activity,
+    auth,
+    claims,
+    comments,
+    decisions,
+    documents,
+    events,
+    health,
+    inbox,
+    people,
+    queue,
+    tasks,
+    tokens,
+)
 
 project = "p/<project:project>/"
 
@@ -51,4 +65,11 @@ urlpatterns = [
     path("inbox/read-all", inbox.mark_all_read, name="inbox_read_all"),
     path("inbox/settings", inbox.preferences, name="inbox_preferences"),
     path(project + "seen", queue.mark_seen, name="mark_seen"),
+    # the discussion of a decision (issue 32; reviewer/views/comments.py)
+    path(project + "decisions/<uuid:decision_id>/comments", comments.post_comment, name="post_comment"),
+    path(project + "comments/<uuid:comment_id>/edit", comments.edit_comment, name="edit_comment"),
+    path(project + "comments/<uuid:comment_id>/delete", comments.delete_comment, name="delete_comment"),
+    path(project + "comments/<uuid:comment_id>/redact", comments.redact_comment, name="redact_comment"),
+    path(project + "threads/<uuid:thread_id>/resolve", comments.resolve_thread, name="resolve_thread"),
+    path(project + "people/mentions", comments.mention_people, name="mention_people"),
 ]

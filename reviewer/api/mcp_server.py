@@ -62,7 +62,7 @@ def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> 
         service = kind(portal(ctx), project_id=project)
         return _dump(await anyio.to_thread.run_sync(lambda: call(service)))
 
-    H, T, G = client.ConversationHistory, client.DecisionTraces, client.Graph
+    H, T, G, D = client.ConversationHistory, client.DecisionTraces, client.Graph, client.Discussion
 
     @mcp.tool()
     async def create_task(project: str, name: str, goal: str, ctx: Context, request_id: str | None = None) -> Any:
@@ -204,6 +204,35 @@ def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> 
     async def search_decisions(project: str, query: str, ctx: Context, task_name: str | None = None) -> Any:
         """Earlier decisions that match the words (precedents)."""
         return await run(ctx, T, project, lambda t: t.search_decisions(query, task_name=task_name))
+
+    @mcp.tool()
+    async def list_threads(project: str, decision_id: str, ctx: Context, limit: int = 10, offset: int = 0) -> Any:
+        """The discussion of a decision: its threads of comments (questions people put), open threads first."""
+        return await run(ctx, D, project, lambda d: d.list_threads(decision_id, limit=limit, offset=offset))
+
+    @mcp.tool()
+    async def post_comment(
+        project: str,
+        decision_id: str,
+        body: str,
+        ctx: Context,
+        thread_id: str | None = None,
+        request_id: str | None = None,
+    ) -> Any:
+        """Comment on a decision: answer in a thread (thread_id) or open a new one. Plain text; @name mentions
+        a person of the project."""
+        return await run(
+            ctx, D, project, lambda d: d.post_comment(decision_id, body, thread_id=thread_id, request_id=request_id)
+        )
+
+    @mcp.tool()
+    async def resolve_thread(
+        project: str, thread_id: str, ctx: Context, resolved: bool = True, request_id: str | None = None
+    ) -> Any:
+        """Mark a thread resolved once its question is answered (resolved=false opens it again)."""
+        return await run(
+            ctx, D, project, lambda d: d.resolve_thread(thread_id, resolved=resolved, request_id=request_id)
+        )
 
     @mcp.tool()
     async def add_document(project: str, key: str, text: str, ctx: Context, request_id: str | None = None) -> Any:

@@ -140,3 +140,14 @@ class Problem(BaseModel):
     #: a body over a limit (``core.limits``): the write's code, as its result would carry it
     recorded: bool | None = None
     error: WriteErrorCode | None = None
+
+
+class PostComment(Body):
+    #: plain text; ``@name`` mentions a person who can see the project
+    body: str = limited(L.COMMENT_MAX, min_length=1)
+    #: the thread to reply in; none: a new thread
+    thread_id: str | None = limited(36, default=None)
+
+
+class ResolveThread(Body):
+    resolved: bool = True

@@ -667,3 +667,7 @@ def fetch(request: HttpRequest, project: str, evidence_id: str, max_chars: int |
 
 
 api.add_router("", router)
+
+from . import comments  # noqa: E402  (the discussion's endpoints, issue 32; it imports from here)
+
+api.add_router("", comments.router)

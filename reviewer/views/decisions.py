@@ -31,6 +31,7 @@ from ..inbox import looked
 from ..presenters import clip
 from . import claims as team
 from .base import Project, _decision_or_404, _int, _param, _project
+from .comments import discussion_context
 
 #: the card of one decision: the queue's partial, also the htmx answer to an action
 CARD = "reviewer/queue.html#decision-card"
@@ -146,6 +147,7 @@ def _decision_context(
         "typed": _typed(forms.get(forms.get("error_form") or "")),
         "cite_request_id": new_request_id(),
         **team.decision_claims(request, p, d),
+        **discussion_context(request, p, d.id),  # the discussion partial (views.comments)
     }
 
 

@@ -23,9 +23,10 @@ from .. import access
 from ..forms import WRITE_ERRORS, GroupActionForm, ReaffirmForm, RejectForm, new_request_id
 from ..inbox import changes, looked, new_cards
 from ..presenters import REASON_LABELS
-from .activity import team_progress
 from . import claims as team
+from .activity import team_progress
 from .base import CONFLICT_PAGE, PAGE, _decision_or_404, _int, _param, _project
+from .comments import discussion_of
 
 
 @require_GET
@@ -94,6 +95,8 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
             else {},
             **CARD_QUIET,
             **team.queue_extras(p, q.result.decisions, [key for key, _ in q.groups]),
+            # each card's comment count and latest comment's first line, one read for the page
+            "comments": discussion_of(p).summaries([str(d.id) for d in q.result.decisions]),
         },
     )
 
@@ -102,7 +105,7 @@ def queue(request: HttpRequest, project: str) -> HttpResponse:
 #: none of it on the page: named, so that each of the page's cards finds it
 #: at once (a name missing from the context costs Django a chain of caught
 #: exceptions at each of a card's seven lookups)
-CARD_QUIET = {"error": None, "note": None, "error_form": None, "oob": False}
+CARD_QUIET = {"error": None, "note": None, "error_form": None, "oob": False, "comments": {}}
 
 
 def _qs(filters: dict[str, str], page: int) -> str:

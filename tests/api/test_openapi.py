@@ -8,6 +8,7 @@ import re
 from django.test import Client
 from openapi_spec_validator import validate
 
+from core.comments import Discussion
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
@@ -31,7 +32,7 @@ def test_the_openapi_document_is_valid_openapi_3_1(db: None) -> None:
     for name in ops:
         if name in NOT_CORE_NAMES:
             continue
-        assert any(hasattr(service, name) for service in (ConversationHistory, DecisionTraces, Graph)), name
+        assert any(hasattr(service, name) for service in (ConversationHistory, DecisionTraces, Graph, Discussion)), name
     answer = ops["record_event"]["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert answer.endswith("/RecordEventResult")  # the core's own model
     assert {"401", "409", "422", "429", "503"} <= set(ops["record_event"]["responses"])

@@ -21,6 +21,7 @@ from django.utils.html import escape
 
 from core import _common as c
 from core import _review
+from core.comments import Discussion
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.knowledge import Graph
@@ -73,6 +74,8 @@ class Hostile:
     first: str  # flagged by its document; a dependant below it
     superseded: str  # the revision after it carries an explanation
     event: str  # the event with the hostile body
+    comment: str = ""  # a hostile comment on ``first`` (issue 32), by a hostile name
+    thread: str = ""
 
 
 @pytest.fixture
@@ -151,6 +154,11 @@ def evil(db: None) -> Iterator[Hostile]:
         ),
     )  # fmt: skip
     assert dependant.id and revised is not None
+    said = (
+        Discussion(store, project_id=project, agent_id=hostile("commenter"))
+        .post_comment(str(first.id), hostile("commentbody") + "\n@" + hostile("mention"), mentions=[hostile("mention")])
+        .comment
+    )
     yield Hostile(
         project,
         task,
@@ -160,6 +168,8 @@ def evil(db: None) -> Iterator[Hostile]:
         str(first.id),
         str(revised.id),
         c.event_id(c.task_id(project, task), 1),
+        said.id,
+        said.thread_id,
     )
     get_store().drop_project(project)
     reset_store()
@@ -177,6 +187,37 @@ def steward(evil: Hostile) -> Client:
 Visit = tuple[str, str, dict[str, Any], bool, bool, tuple[str, ...]]
 
 
+def _discussion_visits(h: Hostile, decision: str, comment: str) -> dict[str, list[Visit]]:
+    """The discussion's routes (issue 32): a hostile comment, by a hostile
+    name, mentioning a hostile name, on every page that shows it."""
+    said = ("commentbody", "commenter")
+    typed = {"body": hostile("typedcomment"), "request_id": "esc-c1"}
+    return {
+        "post_comment": [
+            ("POST", f"{decision}comments", typed, True, True, ("typedcomment", *said)),
+            ("POST", f"{decision}comments", {**typed, "body": "x" * 10_001}, False, True, said),
+        ],
+        "edit_comment": [
+            ("GET", f"{comment}edit", {}, False, False, ()),
+            ("POST", f"{comment}edit", {"body": hostile("typededit"), "request_id": "esc-c2"}, False, False, ()),
+        ],
+        "delete_comment": [("POST", f"{comment}delete", {"request_id": "esc-c3"}, True, True, ("commenter",))],
+        "redact_comment": [
+            ("GET", f"{comment}redact", {}, False, False, said),
+            (
+                "POST",
+                f"{comment}redact",
+                {"reason": hostile("typedredact"), "request_id": "esc-c4"},
+                False,
+                False,
+                said,
+            ),
+        ],
+        "resolve_thread": [("POST", f"threads/{h.thread}/resolve", {"request_id": "esc-c5"}, True, True, said)],
+        "mention_people": [("GET", "people/mentions", {"q": hostile("prefix")}, False, False, ())],
+    }
+
+
 def visits(h: Hostile) -> dict[str, list[Visit]]:
     decision = f"decisions/{h.first}/"
     typed = {
@@ -188,7 +229,9 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
         "open_questions": hostile("typedquestion"),
         "add": hostile("typedsupport"),
     }
+    comment = f"comments/{h.comment}/"
     return {
+        **_discussion_visits(h, decision, comment),
         "home": [("GET", "/", {}, True, False, ("dockey", "redactreason"))],  # one project: its overview
         "healthz": [("GET", "/healthz", {}, False, False, ())],
         "login": [
@@ -472,6 +515,12 @@ ROUTES = sorted(
         "claim_target",
         "claim_action",
         "claim_lease",
+        "post_comment",
+        "edit_comment",
+        "delete_comment",
+        "redact_comment",
+        "resolve_thread",
+        "mention_people",
     ]
 )
 

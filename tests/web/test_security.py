@@ -17,6 +17,7 @@ import pytest
 from django.test import Client, override_settings
 from django.urls import URLPattern, get_resolver, reverse
 
+from core.comments import Discussion
 from core.decisions import DecisionTraces
 from core.history import ConversationHistory
 from core.retention import ActivityLog
@@ -54,6 +55,7 @@ PAGES = {
     "inbox_read_all",
     "inbox_preferences",
     "claim_target",
+    "mention_people",  # a reviewer's autocomplete (a read; tests/web/test_comments.py checks each role)
 }
 # Actions, with the least role that may take them.
 ACTIONS = {
@@ -72,6 +74,11 @@ ACTIONS = {
     "mark_seen": "viewer",  # the person's own "last looked" in the project
     "claim_action": "reviewer",
     "claim_lease": "steward",
+    "post_comment": "reviewer",
+    "edit_comment": "reviewer",
+    "delete_comment": "reviewer",
+    "resolve_thread": "reviewer",
+    "redact_comment": "steward",
 }
 LOWER = {"viewer": [], "reviewer": ["viewer"], "steward": ["viewer", "reviewer"]}
 
@@ -135,7 +142,24 @@ def action(story: Story, name: str) -> tuple[str, dict[str, Any]]:
         return reverse(name, kwargs={**project, "action": "claim"}), {"kind": "decision", "target": story.moved}
     if name == "claim_lease":
         return reverse(name, kwargs=project), {"minutes": "5"}
+    if name == "post_comment":
+        return reverse(name, kwargs={**project, "decision_id": story.moved}), {"body": "Why?", "request_id": "sec-c"}
+    if name in ("edit_comment", "delete_comment", "redact_comment"):
+        data = {"body": "Edited.", "reason": "personal data", "confirm": "on", "request_id": f"sec-{name}"}
+        return reverse(name, kwargs={**project, "comment_id": _comment(story).id}), data
+    if name == "resolve_thread":
+        return reverse(name, kwargs={**project, "thread_id": _comment(story).thread_id}), {"request_id": "sec-rt"}
     return reverse(name, kwargs=project), {}
+
+
+def _comment(story: Story) -> Any:
+    """The reviewer's (rita's) comment the discussion's actions aim at,
+    made once, before a test reads the state."""
+    discussion = Discussion(get_store(), project_id=story.project, agent_id="rita")
+    threads = discussion.list_threads(story.moved).threads
+    if threads:
+        return threads[0].comments[0]
+    return discussion.post_comment(story.moved, "Is this still right?").comment
 
 
 def _token(story: Story) -> ApiToken:
@@ -151,7 +175,7 @@ def state(story: Story) -> tuple[Any, ...]:
         tuple(
             ApiToken.objects.filter(project_id=story.project).values_list("agent_id", "revoked_at").order_by("agent_id")
         )
-        if _token(story)
+        if _token(story) and _comment(story)
         else ()
     )
     store = get_store()
@@ -328,6 +352,10 @@ API_OPERATIONS = {
     "reject_decision": "review",
     "reaffirm_decision": "review",
     "continue_decision_review": "review",
+    "list_threads": "read",
+    "get_thread": "read",
+    "post_comment": "review",
+    "resolve_thread": "review",
 }
 API_BODIES = {
     "create_task": {"name": "api-task", "goal": "g"},
@@ -352,6 +380,8 @@ API_BODIES = {
     "reaffirm_decision": {},
     "continue_decision_review": {},
     "span_evidence_id": {"key": "adr", "char_start": 0, "char_end": 3},
+    "post_comment": {"body": "x"},
+    "resolve_thread": {"resolved": True},
 }
 API_QUERY = {"key": "adr", "q": "Postgres", "evidence_id": "x"}
 
@@ -361,6 +391,7 @@ def api_operations(story: Story) -> list[tuple[str, str, str, dict[str, Any]]]:
     from reviewer.api.views import api
 
     values = {"project": story.project, "task": "choose-db", "decision_id": story.moved, "seq": "1", "step": "s1"}
+    values["thread_id"] = _comment(story).thread_id
     found = []
     for path, item in api.get_openapi_schema()["paths"].items():
         for method, op in item.items():
