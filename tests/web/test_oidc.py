@@ -235,8 +235,19 @@ def test_a_callback_with_a_forged_state_is_refused_cleanly(db: None, settings: A
     response = client.get("/oidc/callback/", {"code": "c", "state": "forged"})
     assert response.status_code == 400
     assert "Sign-in did not complete" in response.content.decode()
+    assert "Start again from the login page" in response.content.decode()  # what to do, not only that it failed
     response = client.get("/oidc/callback/", {"error": "access_denied", "state": "x"})
     assert response.status_code == 403 and "access_denied" in response.content.decode()
+    assert "Sign-in was not allowed" in response.content.decode()
+    assert client.get("/oidc/callback/", {"error": "e" * 5000, "state": "x"}).content.count(b"e" * 101) == 0
+    # someone signed in whose session then gets a callback that cannot be checked is signed out
+    client.force_login(make_user("pat", "viewer", ["p"]))
+    assert client.get("/p/p/").status_code == 200
+    session = client.session
+    session["oidc_states"] = {"the-real-state": {"nonce": "n", "code_verifier": "v" * 64}}
+    session.save()
+    assert client.get("/oidc/callback/", {"code": "c", "state": "forged"}).status_code == 400
+    assert client.get("/p/p/").status_code == 302  # to the login page
     response = client.get("/oidc/callback/", {"error": "<script>alert(1)</script>", "state": "x"})
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.content.decode()
     assert "<script>alert(1)" not in response.content.decode()
