@@ -127,6 +127,10 @@ def test_the_key_store_overwrites_in_place_and_is_owner_only(tmp_path: Path) -> 
     assert os.stat(keys.path).st_ino == inode and len(raw) == 5 * SLOT  # the same file, the same size
     assert stat.S_IMODE(os.stat(keys.path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(keys.path.parent).st_mode) == 0o700
+    assert keys.live_keys() == 3  # 2, 3 and 4
+    # a range past the last slot given out destroys up to it and gives out no more
+    assert keys.destroy([(4, 50)]) == 1 and keys.count() == 5 and not keys.holds(5)
+    assert keys.live_keys() == 2 and keys.key(3) is not None and keys.key(4) is None
     # a torn append (a crash mid-write) does not shift later slots
     with open(keys.path, "ab") as fh:
         fh.write(b"\x01" * 5)
