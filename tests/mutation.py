@@ -52,7 +52,12 @@ COVERING: dict[str, list[str]] = {
         "tests/core/test_review_views.py",
         "tests/core/test_decisions.py",
     ],
-    "core/_purge.py": ["tests/core/test_purge.py", "tests/core/test_redaction.py", "tests/core/test_purge_triggers.py"],
+    "core/_purge.py": [
+        "tests/core/test_purge.py",
+        "tests/core/test_redaction.py",
+        "tests/core/test_purge_triggers.py",
+        "tests/core/test_request_records.py",
+    ],
     "core/stores/purge.py": [
         "tests/core/test_purge.py",
         "tests/core/test_redaction.py",
