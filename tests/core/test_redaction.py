@@ -225,7 +225,9 @@ def test_an_embedded_store_purged_and_reopened_keeps_everything_else(tmp_path: P
         event = history.record_event("t", kind="message", role="user", payload="gone soon")
         history.record_event("t", kind="message", role="user", payload="stays")
         assert HistoryRetention(store, project_id="kept", agent_id="s").redact_event(event.event.id).recorded
+        (tmp_path / "dump.rdb").write_bytes(b"REDIS0011 an old snapshot: gone soon")  # the server runs with save ""
         assert purge_round(store).verified == "files_rewritten"
+        assert not (tmp_path / "dump.rdb").exists()  # a snapshot holds what was redacted
         entries = manifest_entries(tmp_path / "appendonlydir")
         assert entries and all((tmp_path / "appendonlydir" / e["file"]).is_file() for e in entries)
     finally:
