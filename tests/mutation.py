@@ -74,6 +74,7 @@ COVERING: dict[str, list[str]] = {
         "tests/api/test_endpoints.py",
         "tests/api/test_idempotency.py",
         "tests/api/test_tokens.py",
+        "tests/api/test_limits.py",
     ],
 }
 
