@@ -68,7 +68,13 @@ COVERING: dict[str, list[str]] = {
         "tests/core/test_limits.py",
         "tests/core/test_find_nearest.py",
     ],
-    "core/retention.py": ["tests/core/test_retention.py", "tests/core/test_redaction.py", "tests/core/test_limits.py"],
+    "core/retention.py": [
+        "tests/core/test_retention.py",
+        "tests/core/test_redaction.py",
+        "tests/core/test_limits.py",
+        "tests/core/test_purge_triggers.py",
+        "tests/core/test_copies.py",
+    ],
     "reviewer/api/views.py": [
         "tests/api/test_endpoints.py",
         "tests/api/test_idempotency.py",
