@@ -198,11 +198,13 @@ def _line_window(text: str, start: int, end: int, lines: int) -> tuple[int, int]
         lo = text.rfind("\n", 0, lo)
         if lo < 0:
             break
-    hi = end
-    for _ in range(lines + 1):
-        hi = text.find("\n", hi + 1) if hi < len(text) else -1
+    # the break ending the passage's last line: the one at or after its last
+    # character (a passage may end at, or just after, a line break)
+    hi = text.find("\n", max(start, end - 1))
+    for _ in range(lines):
         if hi < 0:
             break
+        hi = text.find("\n", hi + 1)
     return lo + 1, len(text) if hi < 0 else hi
 
 

@@ -3,6 +3,7 @@
     python -m tests.mutation core/textdiff.py          # one module (or several)
     python -m tests.mutation --changed main            # the listed modules a change touched (git diff main...)
     python -m tests.mutation --list                    # the modules and the tests that cover each
+    python -m tests.mutation core/retention.py --sample 40   # 40 of its mutants, drawn at random (--seed)
     REVIEWER_TEST_BACKENDS=falkordb,neo4j python -m tests.mutation core/_counters.py   # Neo4j too (slow)
 
 Each module runs on its own: the tree (git's tracked and new files) is copied
@@ -13,7 +14,10 @@ the module (``only_mutate``) and the tests that cover it (``COVERING``), and
 every surviving mutant's diff and the score, killed / total. Core tests run on
 the embedded FalkorDB only unless ``REVIEWER_TEST_BACKENDS`` says otherwise:
 Neo4j multiplies the time by ten on a shared two-core machine. ``--jobs``
-sets mutmut's worker count (default 1: the machine is shared).
+sets mutmut's worker count (default 1: the machine is shared). ``--sample N``
+runs N of the module's mutants drawn at random (the same N for the same
+``--seed``): a module of a thousand mutants takes hours on two shared cores,
+and a sample's score estimates the whole's.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -37,24 +42,44 @@ COVERING: dict[str, list[str]] = {
     "reviewer/access.py": ["tests/web/test_access.py", "tests/web/test_roles.py", "tests/web/test_management_scope.py"],
     "reviewer/oidc.py": ["tests/web/test_access.py", "tests/web/test_oidc.py"],
     "reviewer/api/tokens.py": ["tests/api/test_tokens.py", "tests/web/test_management_scope.py"],
+    # (not tests/core/test_keystore_binding.py: its tests start Python processes of their own, which
+    # cannot import mutmut's copy of the code)
     "core/stores/keystore.py": ["tests/core/test_redaction.py", "tests/core/test_retention.py"],
     "core/_counters.py": [
         "tests/core/test_counters.py",
         "tests/core/test_review_views.py",
         "tests/core/test_decisions.py",
     ],
-    "core/_purge.py": ["tests/core/test_purge.py", "tests/core/test_redaction.py"],
-    "core/stores/purge.py": ["tests/core/test_purge.py", "tests/core/test_redaction.py"],
+    "core/_purge.py": [
+        "tests/core/test_purge.py",
+        "tests/core/test_redaction.py",
+        "tests/core/test_purge_triggers.py",
+        "tests/core/test_request_records.py",
+    ],
+    "core/stores/purge.py": [
+        "tests/core/test_purge.py",
+        "tests/core/test_redaction.py",
+        "tests/core/test_purge_triggers.py",
+    ],
     "core/_supports.py": [
         "tests/core/test_citations.py",
         "tests/core/test_decisions.py",
         "tests/core/test_workbench.py",
+        "tests/core/test_limits.py",
+        "tests/core/test_find_nearest.py",
     ],
-    "core/retention.py": ["tests/core/test_retention.py", "tests/core/test_redaction.py"],
+    "core/retention.py": [
+        "tests/core/test_retention.py",
+        "tests/core/test_redaction.py",
+        "tests/core/test_limits.py",
+        "tests/core/test_purge_triggers.py",
+        "tests/core/test_copies.py",
+    ],
     "reviewer/api/views.py": [
         "tests/api/test_endpoints.py",
         "tests/api/test_idempotency.py",
         "tests/api/test_tokens.py",
+        "tests/api/test_limits.py",
     ],
 }
 
@@ -90,7 +115,32 @@ def _configure(dest: Path, module: str) -> None:
     (dest / "pyproject.toml").write_text(re.sub(r"(\[tool\.mutmut\]\n)", r"\1" + extra, text, count=1))
 
 
-def run_module(module: str, *, jobs: int, keep: Path | None) -> dict[str, int]:
+def mutant_names(module: str) -> list[str]:
+    """Every mutant mutmut makes of ``module``, by the name ``mutmut run`` takes."""
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    dotted = module.removesuffix(".py").replace("/", ".")
+    made = mutate_file_contents(module, (ROOT / module).read_text())
+    return [f"{dotted}.{name}" for name in made.mutant_names]
+
+
+def _statuses(scratch: Path, env: dict[str, str]) -> dict[str, str]:
+    """Each mutant run so far: its status (killed, survived, timeout, no tests, not checked, ...)."""
+    mutmut = [sys.executable, "-m", "mutmut"]
+    listing = subprocess.run(
+        [*mutmut, "results", "--all", "true"], cwd=scratch, env=env, capture_output=True, text=True
+    ).stdout
+    found = {}
+    for line in listing.splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep:
+            found[name] = status
+    return found
+
+
+def run_module(
+    module: str, *, jobs: int, keep: Path | None, sample: int | None = None, seed: int = 1
+) -> dict[str, int]:
     scratch = keep or Path(tempfile.mkdtemp(prefix="mutation-"))
     if keep:
         shutil.rmtree(keep, ignore_errors=True)
@@ -100,24 +150,35 @@ def run_module(module: str, *, jobs: int, keep: Path | None) -> dict[str, int]:
     env = {**os.environ, "REVIEWER_TEST_BACKENDS": os.environ.get("REVIEWER_TEST_BACKENDS", "falkordb")}
     mutmut = [sys.executable, "-m", "mutmut"]
     began = time.monotonic()
-    print(f"== {module}: tests {', '.join(COVERING[module])} on {env['REVIEWER_TEST_BACKENDS']}", flush=True)
-    subprocess.run([*mutmut, "run", "--max-children", str(jobs)], cwd=scratch, env=env, check=False)
-    subprocess.run([*mutmut, "export-cicd-stats"], cwd=scratch, env=env, capture_output=True, check=False)
-    stats_file = scratch / "mutants" / "mutmut-cicd-stats.json"
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
-    listing = subprocess.run([*mutmut, "results"], cwd=scratch, env=env, capture_output=True, text=True).stdout
-    survivors = [line.split(":")[0].strip() for line in listing.splitlines() if line.strip().endswith(": survived")]
+    names = mutant_names(module)
+    chosen = sorted(random.Random(seed).sample(names, sample)) if sample and sample < len(names) else []
+    print(
+        f"== {module}: {len(chosen) or len(names)} of its {len(names)} mutants; tests {', '.join(COVERING[module])} "
+        f"on {env['REVIEWER_TEST_BACKENDS']}",
+        flush=True,
+    )
+    subprocess.run([*mutmut, "run", "--max-children", str(jobs), *chosen], cwd=scratch, env=env, check=False)
+    statuses = _statuses(scratch, env)
+    if chosen:
+        statuses = {name: statuses.get(name, "not checked") for name in chosen}
+    counts: dict[str, int] = {}
+    for status in statuses.values():
+        counts[status] = counts.get(status, 0) + 1
+    survivors = sorted(name for name, status in statuses.items() if status == "survived")
     for name in survivors:
         shown = subprocess.run([*mutmut, "show", name], cwd=scratch, env=env, capture_output=True, text=True).stdout
         print(shown, flush=True)
-    killed = stats.get("killed", 0) + stats.get("timeout", 0)
-    total = stats.get("total", 0) - stats.get("skipped", 0)
+    run = sum(n for status, n in counts.items() if status not in ("not checked", "skipped"))
+    killed = counts.get("killed", 0) + counts.get("timeout", 0)
     print(
-        f"== {module}: {killed} / {total} killed, {stats.get('survived', 0)} survived, "
-        f"{stats.get('no_tests', 0)} not covered, in {time.monotonic() - began:.0f} s"
+        f"== {module}: {killed} / {run} killed ({counts.get('timeout', 0)} timed out), "
+        f"{counts.get('survived', 0)} survived, {counts.get('no tests', 0)} not covered"
+        + (f", a sample of {len(chosen)} of {len(names)} (seed {seed})" if chosen else f" of {len(names)}")
+        + f", in {time.monotonic() - began:.0f} s"
         + (f" (kept in {scratch})" if keep else ""),
         flush=True,
     )
+    stats = {"killed": killed, "survived": counts.get("survived", 0), "total": run}
     if not keep:
         shutil.rmtree(scratch, ignore_errors=True)
     return stats
@@ -130,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="the modules and their covering tests")
     parser.add_argument("--jobs", type=int, default=1, help="mutmut workers (default 1)")
     parser.add_argument("--keep", type=Path, help="keep the scratch tree here (one module)")
+    parser.add_argument("--sample", type=int, metavar="N", help="run N of each module's mutants, drawn at random")
+    parser.add_argument("--seed", type=int, default=1, help="the sample's seed (default 1)")
     args = parser.parse_args(argv)
     if args.list:
         for module, tests in COVERING.items():
@@ -145,7 +208,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--keep takes one module")
     survived = 0
     for module in dict.fromkeys(modules):
-        survived += run_module(module, jobs=args.jobs, keep=args.keep).get("survived", 0)
+        survived += run_module(module, jobs=args.jobs, keep=args.keep, sample=args.sample, seed=args.seed).get(
+            "survived", 0
+        )
     return 1 if survived else 0
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from core import _citations
 from core.knowledge import document_node_id
+from core.models import WriteErrorCode
 from core.review_views import ReviewViews
 from core.stores import GraphStore
 
@@ -211,3 +212,25 @@ def test_numbering_a_version_keeps_each_decisions_place_among_writes_that_follow
     more = [record(world, "billing", f"y{i}") for i in range(3)]
     assert every_citer(world, 1, 2) == (ids + more)[::-1]
     kept_right(world)
+
+
+def test_a_passage_that_ends_the_document_is_cited_and_one_past_it_is_not(world: World) -> None:
+    text = "alpha beta gamma"
+    world.graph.add("short", text)
+
+    def cite(start: int, end: int) -> Any:
+        evidence = world.graph.span_evidence_id("short", start, end)
+        return world.traces.record_decision(
+            "pick-db",
+            choice_key=f"tail-{end}",
+            conclusion="gamma it is",
+            rationale="r",
+            supports=[{"kind": "document", "evidence_id": evidence}],
+            fetched=[world.graph.fetch(evidence)],
+        )
+
+    made = cite(text.index("gamma"), len(text))
+    assert made.recorded, made.error
+    assert world.graph.fetch(made.decision.supports[0].evidence_id).text == "gamma"
+    past = cite(text.index("gamma"), len(text) + 1)
+    assert not past.recorded and past.error is WriteErrorCode.support_not_fetched

@@ -154,3 +154,16 @@ def test_numbers_rebuilt_after_the_counters_were_lost_are_unique_in_creation_ord
     w.record("pick-db", "c9", "answer 9")
     assert _numbers(w) == [1, 2, 3, 4, 5]
     assert task_state(w.store, w.project_id, _tid(w, "pick-db")) == {"seq": 5, "active": 5, "open": 0}
+
+
+def test_counts_rebuilt_after_the_counters_were_lost_are_the_ones_kept(world: World) -> None:
+    """A task's active and open counts rebuilt from its decisions are what
+    the counters kept: a rejected decision is neither active nor open."""
+    w = world
+    made = [w.record("pick-db", f"c{n}", f"answer {n}").decision for n in range(3)]
+    assert w.as_("rita").reject_decision(str(made[1].id), reason="looks wrong").recorded
+    tid = _tid(w, "pick-db")
+    kept = task_state(w.store, w.project_id, tid)
+    assert kept["active"] == 2
+    _lose_counters(w, "pick-db", [])
+    assert task_state(w.store, w.project_id, tid) == kept

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from core import _common as c
-from core._purge import pending_count, purge_round
+from core._purge import Purger, pending_count, purge_round
 from core.history import ConversationHistory
 from core.retention import REDACTED, ActivityLog, HistoryRetention
 from core.stores import GraphStore
@@ -127,6 +127,10 @@ def test_the_key_store_overwrites_in_place_and_is_owner_only(tmp_path: Path) -> 
     assert os.stat(keys.path).st_ino == inode and len(raw) == 5 * SLOT  # the same file, the same size
     assert stat.S_IMODE(os.stat(keys.path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(keys.path.parent).st_mode) == 0o700
+    assert keys.live_keys() == 3  # 2, 3 and 4
+    # a range past the last slot given out destroys up to it and gives out no more
+    assert keys.destroy([(4, 50)]) == 1 and keys.count() == 5 and not keys.holds(5)
+    assert keys.live_keys() == 2 and keys.key(3) is not None and keys.key(4) is None
     # a torn append (a crash mid-write) does not shift later slots
     with open(keys.path, "ab") as fh:
         fh.write(b"\x01" * 5)
@@ -204,3 +208,35 @@ def test_a_falkordb_server_without_an_append_only_file_gets_a_fresh_snapshot(tmp
         # left on snapshots: turning the append-only file on again starts its
         # first rewrite, during which the server refuses to shut down (and
         # outlived the test)
+
+
+def test_an_embedded_store_purged_and_reopened_keeps_everything_else(tmp_path: Path) -> None:
+    """The purge deletes what the rewrite replaced, never what the store
+    needs to start again: its append-only manifest and every file it names."""
+    from core.stores import open_store
+    from core.stores.purge import manifest_entries
+    from tests.conftest import SLOW_MACHINE_TIMEOUT_S
+
+    url = f"falkordb+embedded://{tmp_path}?timeout={SLOW_MACHINE_TIMEOUT_S}"
+    store = open_store(url)
+    try:
+        history = ConversationHistory(store, project_id="kept", agent_id="a")
+        history.create_task("t", goal="g")
+        event = history.record_event("t", kind="message", role="user", payload="gone soon")
+        history.record_event("t", kind="message", role="user", payload="stays")
+        assert HistoryRetention(store, project_id="kept", agent_id="s").redact_event(event.event.id).recorded
+        (tmp_path / "dump.rdb").write_bytes(b"REDIS0011 an old snapshot: gone soon")  # the server runs with save ""
+        assert purge_round(store).verified == "files_rewritten"
+        assert not (tmp_path / "dump.rdb").exists()  # a snapshot holds what was redacted
+        entries = manifest_entries(tmp_path / "appendonlydir")
+        assert entries and all((tmp_path / "appendonlydir" / e["file"]).is_file() for e in entries)
+    finally:
+        Purger.finish_all(timeout=60)  # the round a redaction or an opening started, before the store closes
+        store.close()
+    store = open_store(url)
+    try:
+        page = ConversationHistory(store, project_id="kept", agent_id="a").list_events("t")
+        assert [e.payload for e in page.events] == [REDACTED, "stays"]
+    finally:
+        Purger.finish_all(timeout=60)  # the round a redaction or an opening started, before the store closes
+        store.close()

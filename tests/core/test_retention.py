@@ -26,6 +26,8 @@ def test_redaction_keeps_number_and_hash_and_flags_citers(world: World) -> None:
     before = world.history.fetch_event("pick-db", 1).event
     citer = cites_event(world, "billing", "owner")
     child = world.record("billing", "team", "A", supports=[dep(citer)]).decision
+    rejected = cites_event(world, "billing", "vendor")  # a citer no longer in force is not reviewed again
+    assert world.as_("rita").reject_decision(str(rejected.id), reason="wrong vendor").recorded
     result = world.retention.redact_event(event(world, "pick-db", 1), reason="personal data")
     assert result.recorded and result.affected_decision_ids == [str(citer.id)]
     after = world.history.fetch_event("pick-db", 1).event

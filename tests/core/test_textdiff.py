@@ -6,8 +6,6 @@ from __future__ import annotations
 import random
 import time
 
-import pytest
-
 from core.textdiff import passage_diff, word_diff
 
 
@@ -180,12 +178,13 @@ def test_the_passage_diff_shows_exactly_the_changed_words_in_their_context() -> 
     assert [p.sep for p in d.before][:5] == [" ", " ", "\n", " ", " "]
 
 
-@pytest.mark.xfail(
-    reason="_line_window gives one more line after a passage that ends exactly at a line break", strict=True
-)
 def test_a_passage_ending_at_a_line_break_gets_n_lines_after_it_too() -> None:
     from core.textdiff import _line_window
 
     text = "l0\nl1\nl2\nl3\nl4"
-    lo, hi = _line_window(text, text.index("l1"), text.index("l1") + 2, 1)  # "l1", up to its line break
-    assert text[lo:hi] == "l0\nl1\nl2"
+    at = text.index("l1")
+    for end in (at + 2, at + 3):  # "l1" up to its line break, and with the break
+        lo, hi = _line_window(text, at, end, 1)
+        assert text[lo:hi] == "l0\nl1\nl2", end
+    lo, hi = _line_window(text, at + 2, at + 2, 0)  # an empty passage at the break: its line
+    assert text[lo:hi] == "l1"

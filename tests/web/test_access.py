@@ -75,3 +75,51 @@ def test_single_sign_on_roles_follow_the_groups_at_every_sign_in(db: None, chang
         fresh = User.objects.get(pk=user.pk)
         assert access.role_of(fresh, "p1") == role
         assert access.role_of(fresh, "p2") == ("viewer" if role == "reviewer" else None)
+
+
+def test_grants_revocations_and_the_projects_a_person_may_open(story: Story) -> None:
+    """What the people page and the commands change, and what every page
+    checks first: a grant replaces the role (seen at once by the same user
+    object), refuses a role or project id that cannot be; a revocation says
+    whether there was a grant; a project id that cannot be, or (for staff) a
+    project the store does not hold, is 404 like one the person may not open."""
+    from django.core.exceptions import PermissionDenied
+    from django.http import Http404
+
+    from reviewer.store import get_store
+
+    pat = User.objects.create_user("pat", password="x-long-password-1")
+    access.grant(pat, f" {story.project} ", "viewer")  # the id as typed, trimmed
+    assert access.role_of(pat, story.project) == "viewer" and access.projects_for(pat, get_store()) == [story.project]
+    access.grant(pat, story.project, "steward")
+    assert access.role_of(pat, story.project) == "steward"  # replaced, and the same object knows it
+    assert ProjectGrant.objects.filter(user=pat).count() == 1
+    for project, role in [
+        (story.project, "admin"),
+        ("", "viewer"),
+        (" ", "viewer"),
+        ("p" * 201, "viewer"),
+        ("a\x00b", "viewer"),
+    ]:
+        with pytest.raises(ValueError):
+            access.grant(pat, project, role)
+    access.grant(pat, "p" * 200, "viewer")  # at the limit
+    assert access.projects_for(pat, get_store()) == sorted([story.project, "p" * 200])
+    assert access.require_project(pat, story.project) is None
+    for bad in ("", "p" * 201, "a\x00b", "elsewhere"):
+        with pytest.raises(Http404):
+            access.require_project(pat, bad)
+    assert access.revoke(pat, story.project) is True and access.revoke(pat, story.project) is False
+    assert access.role_of(pat, story.project) is None  # forgotten by the same object too
+    with pytest.raises(PermissionDenied, match="viewer"):
+        access.require(pat, "viewer", story.project)
+    with pytest.raises(Http404):
+        access.require_project(pat, story.project)
+    pat.is_active = False
+    assert access.projects_for(pat, get_store()) == [] and access.roles_of(pat) == {}
+    staff = User.objects.create_user("stan-staff", password="x-long-password-1", is_staff=True)
+    assert access.projects_for(staff, get_store()) == get_store().list_projects()
+    access.require_project(staff, story.project)  # held by the store: no 404
+    for bad in ("", "p" * 201, "a\x00b", story.project + "-not-in-the-store"):
+        with pytest.raises(Http404):
+            access.require_project(staff, bad)

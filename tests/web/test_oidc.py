@@ -235,8 +235,19 @@ def test_a_callback_with_a_forged_state_is_refused_cleanly(db: None, settings: A
     response = client.get("/oidc/callback/", {"code": "c", "state": "forged"})
     assert response.status_code == 400
     assert "Sign-in did not complete" in response.content.decode()
+    assert "Start again from the login page" in response.content.decode()  # what to do, not only that it failed
     response = client.get("/oidc/callback/", {"error": "access_denied", "state": "x"})
     assert response.status_code == 403 and "access_denied" in response.content.decode()
+    assert "Sign-in was not allowed" in response.content.decode()
+    assert client.get("/oidc/callback/", {"error": "e" * 5000, "state": "x"}).content.count(b"e" * 101) == 0
+    # someone signed in whose session then gets a callback that cannot be checked is signed out
+    client.force_login(make_user("pat", "viewer", ["p"]))
+    assert client.get("/p/p/").status_code == 200
+    session = client.session
+    session["oidc_states"] = {"the-real-state": {"nonce": "n", "code_verifier": "v" * 64}}
+    session.save()
+    assert client.get("/oidc/callback/", {"code": "c", "state": "forged"}).status_code == 400
+    assert client.get("/p/p/").status_code == 302  # to the login page
     response = client.get("/oidc/callback/", {"error": "<script>alert(1)</script>", "state": "x"})
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.content.decode()
     assert "<script>alert(1)" not in response.content.decode()
@@ -323,3 +334,46 @@ def test_the_environment_turns_single_sign_on_on_only_when_complete(monkeypatch:
     monkeypatch.setenv("REVIEWER_OIDC_SESSION_SECONDS", "soon")
     with pytest.raises(ImproperlyConfigured, match="SESSION_SECONDS"):
         oidc_settings()
+
+
+def test_the_discovery_document_is_read_once_an_hour_and_must_name_its_issuer(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every sign-in reads the provider's endpoints: from one read of its
+    discovery document per hour (a provider that answers slowly or is briefly
+    away does not stop each sign-in), and only if it names the configured issuer."""
+    import http.server
+
+    hits: list[str] = []
+    named = {"issuer": ""}
+
+    class Discovery(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            body = json.dumps({"issuer": named["issuer"], "authorization_endpoint": "https://sso.test/auth"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Discovery)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        issuer = f"http://127.0.0.1:{server.server_port}/o"
+        settings.REVIEWER_OIDC = sso_config(issuer, {"g": {"p": "viewer"}})
+        oidc._discovered.clear()
+        named["issuer"] = "https://evil.test/o"
+        with pytest.raises(oidc.ProviderUnavailable, match="another issuer"):
+            oidc.endpoint("authorization_endpoint")
+        named["issuer"] = issuer + "/"
+        assert [oidc.endpoint("authorization_endpoint") for _ in range(3)] == ["https://sso.test/auth"] * 3
+        assert hits == ["/o/.well-known/openid-configuration"] * 2  # the refused read, then one for the three
+        monkeypatch.setattr(oidc, "_DISCOVERY_TTL", 0.0)  # an hour later
+        oidc.endpoint("authorization_endpoint")
+        assert len(hits) == 3
+    finally:
+        server.shutdown()
+        oidc._discovered.clear()
