@@ -188,3 +188,23 @@ def test_a_passage_ending_at_a_line_break_gets_n_lines_after_it_too() -> None:
         assert text[lo:hi] == "l0\nl1\nl2", end
     lo, hi = _line_window(text, at + 2, at + 2, 0)  # an empty passage at the break: its line
     assert text[lo:hi] == "l1"
+
+
+def test_a_word_added_near_the_passage_is_shown_added_and_the_old_side_stays_whole() -> None:
+    old = "intro one\nalpha beta gamma\ncited words stay here\ndelta epsilon\nlast"
+    new = "intro one\nalpha NEW beta gamma\ncited words stay here\ndelta epsilon\nlast"
+    start = old.index("cited")
+    d = passage_diff(old, new, start, start + len("cited words"), context_lines=1)
+    assert d.changed
+    assert [(p.text, p.kind, p.cited) for p in d.before] == [
+        ("alpha beta gamma", "same", False),  # nothing removed: one piece across the insertion
+        ("cited words", "same", True),
+        ("stay here\ndelta epsilon", "same", False),
+    ]
+    assert [(p.text, p.kind, p.cited) for p in d.after] == [
+        ("alpha", "same", False),
+        ("NEW", "added", False),
+        ("beta gamma", "same", False),
+        ("cited words", "same", True),
+        ("stay here\ndelta epsilon", "same", False),
+    ]

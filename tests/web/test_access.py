@@ -105,6 +105,7 @@ def test_grants_revocations_and_the_projects_a_person_may_open(story: Story) -> 
             access.grant(pat, project, role)
     access.grant(pat, "p" * 200, "viewer")  # at the limit
     assert access.projects_for(pat, get_store()) == sorted([story.project, "p" * 200])
+    assert access.require_project(pat, "p" * 200) is None  # an id at the limit opens
     assert access.require_project(pat, story.project) is None
     for bad in ("", "p" * 201, "a\x00b", "elsewhere"):
         with pytest.raises(Http404):

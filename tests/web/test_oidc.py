@@ -377,3 +377,17 @@ def test_the_discovery_document_is_read_once_an_hour_and_must_name_its_issuer(
     finally:
         server.shutdown()
         oidc._discovered.clear()
+
+
+def test_a_code_the_provider_refuses_is_the_clean_400_page(db: None, settings: Any, provider: str) -> None:
+    """A code that expired or was used twice: the provider answers 400, and
+    the person gets the page that says to start again (not a 503, not a 500)."""
+    settings.REVIEWER_OIDC = sso_config(provider, {"acme-reviewers": {"p": "viewer"}})
+    oidc._discovered.clear()
+    client = Client()
+    session = client.session
+    session["oidc_states"] = {"s1": {"nonce": "n", "code_verifier": "v" * 64, "added_on": time.time()}}
+    session.save()
+    response = client.get("/oidc/callback/", {"code": "not-a-code-it-gave", "state": "s1"})
+    assert response.status_code == 400
+    assert "Start again from the login page" in response.content.decode()
