@@ -29,6 +29,11 @@ it started (bounded); a web process when it opens the store, and every
 died left pending); ``manage.py purge_disk`` (for cron). So while a server
 runs, no redaction stays pending for more than about 30 s
 (``MAX_WAIT_S`` or ``CHECK_EVERY_S``, then the round itself).
+
+Closing a store ends its purges first (``Purger.detach``): the rounds kicked
+on it run at once, while it still answers, and its threads stop. A round not
+done within ``Purger.EXIT_WAIT_S`` is abandoned: its entries stay pending in
+the graph, for the next process that opens the store.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import atexit
 import logging
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,6 +202,8 @@ class Purger:
     _lock = threading.Lock()
     _running: dict[int, Purger] = {}
     _watched: dict[int, threading.Event] = {}
+    #: closed stores (or closing): a kick on one starts nothing
+    _detached: weakref.WeakSet[GraphStore] = weakref.WeakSet()
     _exit_hook = False
 
     def __init__(self, store: GraphStore) -> None:
@@ -207,13 +215,19 @@ class Purger:
         self.urgent = False
         self.first_kick: float | None = None
         self.last_kick = 0.0
+        #: the store is closing: start no round, and what fails now is the closing, not the purge
+        self.closing = False
 
     @classmethod
     def kick(cls, store: GraphStore, *, now: bool = False) -> Purger:
         with cls._lock:
+            if store in cls._detached:
+                log.debug("disk purge not started: %r is closed", store)
+                return Purger(store)  # never started: its wait returns at once
             purger = cls._running.get(id(store))
             if purger is None or purger.store is not store:
                 purger = cls._running[id(store)] = Purger(store)
+                store.before_close(lambda: cls.detach(store))
             purger.last_kick = time.monotonic()
             if purger.first_kick is None:
                 purger.first_kick = purger.last_kick
@@ -240,13 +254,40 @@ class Purger:
             purger.wait(max(0.0, deadline - time.monotonic()))
 
     @classmethod
+    def detach(cls, store: GraphStore, timeout: float | None = None) -> bool:
+        """Before ``store`` closes (its ``before_close``): stop watching it,
+        run the round kicked on it now and wait for it (at most
+        ``EXIT_WAIT_S``), then stop its thread. Whether nothing was left: a
+        round not done in time is abandoned, its entries left pending in the
+        graph for the next process that opens the store, and whatever its
+        thread still tries fails quietly on the closed store."""
+        cls.unwatch(store)
+        with cls._lock:
+            cls._detached.add(store)
+            purger = cls._running.get(id(store))
+            if purger is None or purger.store is not store:
+                return True
+            purger.urgent = True
+        done = purger.wait(cls.EXIT_WAIT_S if timeout is None else timeout)
+        with cls._lock:
+            purger.closing = True
+            if cls._running.get(id(store)) is purger:
+                del cls._running[id(store)]
+        if not done:
+            log.warning(
+                "disk purge not finished when %r closed: left pending for the next process that opens it", store
+            )
+        return done
+
+    @classmethod
     def watch(cls, store: GraphStore, *, every: float | None = None) -> None:
         """Check ``store`` for pending entries every ``CHECK_EVERY_S``, in a
         daemon thread, and purge when there are (until ``unwatch``)."""
         with cls._lock:
-            if id(store) in cls._watched:
+            if id(store) in cls._watched or store in cls._detached:
                 return
             stop = cls._watched[id(store)] = threading.Event()
+            store.before_close(lambda: cls.unwatch(store))
         interval = cls.CHECK_EVERY_S if every is None else every
 
         def loop() -> None:
@@ -267,7 +308,7 @@ class Purger:
             stop.set()
 
     def _quiet(self) -> None:
-        while not self.urgent:
+        while not self.urgent and not self.closing:
             moment = time.monotonic()
             if moment - self.last_kick >= self.QUIET_S or moment - (self.first_kick or moment) >= self.MAX_WAIT_S:
                 return
@@ -277,6 +318,8 @@ class Purger:
         while self.again.is_set():
             self._quiet()
             with Purger._lock:
+                if self.closing:
+                    return
                 self.again.clear()
                 self.urgent = False
                 self.first_kick = None
@@ -286,10 +329,13 @@ class Purger:
                 self.error = None
             except Exception as exc:  # the store went away: the next kick or run tries again
                 self.error = str(exc) or type(exc).__name__
-                log.warning("disk purge failed: %s", self.error)
+                if self.closing:  # abandoned by ``detach``: left pending, as it said
+                    log.debug("disk purge stopped, the store closed: %s", self.error)
+                else:
+                    log.warning("disk purge failed: %s", self.error)
                 return
         with Purger._lock:
-            if self.again.is_set():  # kicked while we were finishing
+            if self.again.is_set() and not self.closing:  # kicked while we were finishing
                 self.thread = threading.Thread(target=self._run, name="reviewer-disk-purge", daemon=True)
                 self.thread.start()
 

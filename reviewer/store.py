@@ -93,7 +93,9 @@ def reset_store() -> None:
     with _lock:
         old, _store = _store, None
     if old is not None:
-        Purger.unwatch(old)
+        # a dead handle: its purge is abandoned at once (the request waits on
+        # nothing), left pending for the new handle, which runs it on opening
+        Purger.detach(old, timeout=0)
         try:
             old.close()
         except GraphStoreError:

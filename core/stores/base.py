@@ -19,6 +19,7 @@ Neo4j are handled inside the stores.
 
 from __future__ import annotations
 
+import logging
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -28,6 +29,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 T = TypeVar("T")
+
+log = logging.getLogger("reviewer.store")
 
 Row = dict[str, Any]
 
@@ -343,7 +346,24 @@ class GraphStore(ABC):
 
     @abstractmethod
     def close(self) -> None:
-        """Release connections (and, for the embedded store, the server)."""
+        """Release connections (and, for the embedded store, the server).
+        Each backend runs ``_before_close`` first."""
+
+    def before_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the store closes, while it still answers:
+        a background user (the disk purge) finishes or stops there rather
+        than failing on a closed store later."""
+        self.__dict__.setdefault("_close_callbacks", []).append(callback)
+
+    def _before_close(self) -> None:
+        """The ``before_close`` callbacks, newest first, once (a second
+        close runs none). One that fails does not keep the store open."""
+        callbacks = self.__dict__.pop("_close_callbacks", [])
+        for callback in reversed(callbacks):
+            try:
+                callback()
+            except Exception as exc:
+                log.warning("closing %r: %s", self, exc)
 
     def __enter__(self) -> GraphStore:
         return self

@@ -754,6 +754,7 @@ class FalkorDBStore(GraphStore):
         return self.store_property(name) or value
 
     def close(self) -> None:
+        self._before_close()
         try:
             self._short.close()
             if self._long is not None:

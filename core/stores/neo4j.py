@@ -513,6 +513,7 @@ class Neo4jStore(GraphStore):
         return self.store_property(name) or value
 
     def close(self) -> None:
+        self._before_close()
         self._driver.close()
         if self._long_driver is not None:
             self._long_driver.close()

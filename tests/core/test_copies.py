@@ -77,7 +77,7 @@ def test_the_search_is_bounded_and_says_so(store: GraphStore, project_id: str, m
     assert found.capped and found.scanned == 8  # the first page went past the characters' cap
 
 
-def test_a_purge_round_records_what_it_verified(store: GraphStore, project_id: str) -> None:
+def test_a_purge_round_records_what_it_verified(store: GraphStore, project_id: str, purges_held: None) -> None:
     history = ConversationHistory(store, project_id=project_id, agent_id="a")
     history.create_task("t", goal="g")
     history.record_event("t", kind="message", payload=SECRET)

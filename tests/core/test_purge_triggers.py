@@ -5,6 +5,7 @@ killed mid-way leaves no temporary file behind the next purge."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 from core._purge import Purger, event_purge_states
 from core.history import ConversationHistory
 from core.retention import HistoryRetention
-from core.stores import GraphStore
+from core.stores import GraphStore, open_store
 from core.stores.purge import purge_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,6 +129,44 @@ def test_the_purge_removes_the_temporary_file_of_a_killed_rewrite(falkordb_store
         assert running.exists()
     finally:
         running.unlink(missing_ok=True)
+
+
+def _redacted_on_a_store_of_its_own(store: GraphStore, project_id: str) -> tuple[GraphStore, str, Purger]:
+    """A second store on the same graph (the shared one stays open), an
+    event redacted through it, and that store's purger, held by ``purges_held``."""
+    own = open_store(store.url)
+    eid = _event(own, project_id)
+    assert HistoryRetention(own, project_id=project_id, agent_id="steward").redact_event(eid).recorded
+    purger = Purger._running[id(own)]
+    assert purger.thread is not None and purger.thread.is_alive() and _purged_at(store, project_id, eid) is None
+    return own, eid, purger
+
+
+def test_closing_a_store_finishes_its_purge_and_stops_its_thread(
+    store: GraphStore, project_id: str, purges_held: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    own, eid, purger = _redacted_on_a_store_of_its_own(store, project_id)
+    with caplog.at_level(logging.DEBUG, logger="reviewer"):
+        own.close()
+        time.sleep(0.2)  # what a thread left running would try on the closed store
+    assert purger.thread is not None and not purger.thread.is_alive()
+    assert _purged_at(store, project_id, eid) is not None  # done before the store closed
+    failed = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING or "stopped" in r.getMessage()]
+    assert failed == []
+    assert Purger.kick(own).thread is None  # a closed store starts no round
+
+
+def test_a_purge_abandoned_at_close_stays_pending_for_the_next_opener(
+    store: GraphStore, project_id: str, purges_held: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    own, eid, purger = _redacted_on_a_store_of_its_own(store, project_id)
+    monkeypatch.setattr(Purger, "EXIT_WAIT_S", 0.0)  # no time to finish
+    own.close()
+    purger.wait(5)
+    assert purger.thread is not None and not purger.thread.is_alive()
+    assert _purged_at(store, project_id, eid) is None  # not marked done: nothing was purged
+    Purger.kick(store, now=True).wait(60)  # as the next process that opens the store does
+    assert _purged_at(store, project_id, eid) is not None
 
 
 @pytest.fixture(autouse=True)
