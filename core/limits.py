@@ -160,4 +160,4 @@ NOTICES_PAGE_MAX = 100
 #: where an unread count stops counting (shown as "99+")
 UNREAD_COUNT_MAX = 100
 #: activity entries one "since your last visit" reads at most (the counts say "at least" past it)
-SINCE_SCAN_MAX = 5_000
+SINCE_SCAN_MAX = 1_000

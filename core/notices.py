@@ -27,6 +27,14 @@ from .stores.base import GraphStore
 SETTLING = ("reaffirm", "supersede", "reject")
 
 
+def _scope(store: GraphStore, var: str) -> str:
+    """The project's filter where one graph holds every project (Neo4j); a
+    graph of its own (FalkorDB) needs none, and its planner then reads the
+    index of the other property (a person's, a time's) rather than every
+    node of the project."""
+    return "" if store.graph_per_project else f" AND {var}.project_id = $p"
+
+
 def _moment(value: datetime | str | None, field: str) -> str | None:
     if value is None or isinstance(value, str):
         return c.optional_text(value, field) or None
@@ -62,7 +70,7 @@ class Notices:
         wanted = sorted({c.text(a, "actions") for a in actions}) if actions is not None else None
         rows = self.store.read(
             self.project_id,
-            "MATCH (n:Notice) WHERE n.project_id = $p AND n.person = $who "
+            f"MATCH (n:Notice) WHERE n.person = $who{_scope(self.store, 'n')} "
             "AND ($at IS NULL OR n.at < $at OR (n.at = $at AND $id IS NOT NULL AND n.entry_id > $id)) "
             "AND ($after IS NULL OR n.at > $after) AND ($actions IS NULL OR n.action IN $actions) "
             "WITH n ORDER BY n.at DESC, n.entry_id LIMIT $n "
@@ -94,7 +102,7 @@ class Notices:
         more than that many notices."""
         rows = self.store.read(
             self.project_id,
-            "MATCH (n:Notice) WHERE n.project_id = $p AND n.person = $who AND ($after IS NULL OR n.at > $after) "
+            f"MATCH (n:Notice) WHERE n.person = $who{_scope(self.store, 'n')} AND ($after IS NULL OR n.at > $after) "
             "WITH n LIMIT $n RETURN count(n) AS n",
             {
                 "p": self.project_id,
@@ -122,8 +130,9 @@ def changes_since(store: GraphStore, project_id: str, person: str, since: dateti
     """What changed in the project after ``since`` that ``person`` did not
     do: decisions newly flagged (by root cause), verdicts others recorded,
     conflict groups new or changed, comments others wrote. Three bounded
-    reads: the flags and conflicts stop at ``SINCE_SCAN_MAX`` rows, the
-    entries at the newest ``SINCE_SCAN_MAX`` after ``since``."""
+    reads, each stopping at ``SINCE_SCAN_MAX`` rows (the entries unsorted:
+    sorting would read every entry after ``since``); past it the counts are
+    "at least" (``capped``)."""
     project_id = c.text(project_id, "project_id", allow_empty=False)
     person = Notices._person(person)
     store.ensure_schema(project_id, DECISION_SCHEMA)
@@ -132,13 +141,13 @@ def changes_since(store: GraphStore, project_id: str, person: str, since: dateti
     params = {"p": project_id, "at": at, "n": cap, "who": person, "settling": list(SETTLING)}
     flags = store.read(
         project_id,
-        "MATCH (d:Decision) WHERE d.project_id = $p AND d.flagged_at > $at AND d.review_open = true "
+        f"MATCH (d:Decision) WHERE d.flagged_at > $at{_scope(store, 'd')} AND d.review_open = true "
         "WITH d LIMIT $n RETURN coalesce(d.root_cause, '') AS cause, count(d) AS n",
         params,
     )
     entries = store.read(
         project_id,
-        "MATCH (a:Activity) WHERE a.project_id = $p AND a.at > $at WITH a ORDER BY a.at DESC LIMIT $n "
+        f"MATCH (a:Activity) WHERE a.at > $at{_scope(store, 'a')} WITH a LIMIT $n "
         "RETURN count(a) AS seen, "
         "sum(CASE WHEN a.actor <> $who AND a.action IN $settling THEN 1 ELSE 0 END) AS settled, "
         "sum(CASE WHEN a.actor <> $who AND a.action = 'comment' THEN 1 ELSE 0 END) AS comments",
@@ -146,7 +155,7 @@ def changes_since(store: GraphStore, project_id: str, person: str, since: dateti
     )
     conflicts = store.read(
         project_id,
-        "MATCH (ch:Choice) WHERE ch.project_id = $p AND ch.updated_at > $at AND ch.conflict = true "
+        f"MATCH (ch:Choice) WHERE ch.updated_at > $at{_scope(store, 'ch')} AND ch.conflict = true "
         "WITH ch LIMIT $n RETURN count(ch) AS n",
         params,
     )
