@@ -31,6 +31,7 @@ from core.retention import disk_pending
 
 from .. import access, mentions
 from ..forms import REQUEST_ID_REUSED, new_request_id
+from ..inbox import looked
 from .base import Project, _decision_or_404, _int, _param, _project
 
 PARTIAL = "reviewer/_discussion.html"
@@ -151,6 +152,7 @@ def post_comment(request: HttpRequest, project: str, decision_id: Any) -> HttpRe
     if not result.recorded:
         assert result.error is not None
         return _back(request, p, decision_id, status=400, where=where, message=COMMENT_ERRORS[result.error], text=body)
+    looked(request, p.id)  # a comment is an explicit act: "since your last visit" starts again
     return _back(request, p, decision_id)
 
 

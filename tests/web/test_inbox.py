@@ -147,3 +147,15 @@ def test_the_top_bar_counts_once_per_page_and_a_page_load_moves_no_mark(
     assert counted == [story.project]  # one bounded count, for the one project rita may open
     assert rita.get(f"/p/{story.project}/review/").status_code == 200
     assert not ProjectMarks.objects.filter(user__username="rita").exists()  # pages loaded, nothing marked
+
+
+def test_a_comment_is_an_explicit_act_that_moves_the_mark(story: Story, as_: Any) -> None:
+    rita = as_("reviewer")
+    assert not ProjectMarks.objects.filter(user__username="rita", project_id=story.project).exists()
+    refused = rita.post(f"/p/{story.project}/decisions/{story.moved}/comments", {"body": "", "request_id": "seen-0"})
+    assert refused.status_code == 400  # a refused comment is no act
+    assert not ProjectMarks.objects.filter(user__username="rita", project_id=story.project).exists()
+    posted = rita.post(f"/p/{story.project}/decisions/{story.moved}/comments", {"body": "Why?", "request_id": "seen-1"})
+    assert posted.status_code in (200, 302)
+    mark = ProjectMarks.objects.get(user__username="rita", project_id=story.project)
+    assert mark.looked_at is not None and datetime.now(UTC) - mark.looked_at < timedelta(minutes=1)
