@@ -319,8 +319,7 @@ def _answer(
     if request.htmx:
         return render(request, BOX, box_context(request, p, kind, target, note=note, error=error, typed=typed))
     if status == 400:
-        context = box_context(request, p, kind, target, error=error, typed=typed, back=_back(request, p, kind, target))
-        return render(request, TAKE_OVER, {**context, "assigning": True}, status=400)
+        return _take_over_page(request, p, kind, target, error=error, typed=typed, status=400)
     if error:
         messages.error(request, error)
     elif note:
