@@ -302,18 +302,39 @@ class Claims:
 
     def marks(self, decision_ids: list[str]) -> dict[str, TeamMark]:
         """Each decision's live claim and assignment (its own, else its
-        group's), for a whole page of cards in one read."""
+        group's), for a whole page of cards in two reads (its groups, then
+        the claims and assignments), whatever the page's size."""
         ids = [i for i in dict.fromkeys(str(x).lower() for x in decision_ids) if c.is_uuid(i)]
         if not ids:
             return {}
+        # the decisions' groups first, then every node by an id passed in
+        # (a lookup by a parameter, which every backend seeks in its index)
+        causes = self.store.read(
+            self.project_id,
+            "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.project_id = $p RETURN id, d.root_cause AS cause",
+            {"ids": ids, "p": self.project_id},
+        )
+        pre = self._prefixes()
+        keyed = [
+            {
+                "id": r["id"],
+                "cause": r["cause"],
+                "c": pre["cd"] + r["id"],
+                "a": pre["ad"] + r["id"],
+                "g": pre["cg"] + r["cause"] if r["cause"] else None,
+                "ga": pre["ag"] + r["cause"] if r["cause"] else None,
+            }
+            for r in causes
+        ]
+        if not keyed:
+            return {}
         found = self.store.read(
             self.project_id,
-            "UNWIND $ids AS id MATCH (d:Decision {id: id}) WHERE d.project_id = $p "
-            "OPTIONAL MATCH (c:Claim {id: $cd + id}) OPTIONAL MATCH (g:Claim {id: $cg + d.root_cause}) "
-            "OPTIONAL MATCH (a:Assignment {id: $ad + id}) OPTIONAL MATCH (ga:Assignment {id: $ag + d.root_cause}) "
-            f"RETURN id, d.root_cause AS cause, {_CLAIM_FIELDS.format('c')}, {_CLAIM_FIELDS.format('g')}, "
+            "UNWIND $rows AS r OPTIONAL MATCH (c:Claim {id: r.c}) OPTIONAL MATCH (g:Claim {id: r.g}) "
+            "OPTIONAL MATCH (a:Assignment {id: r.a}) OPTIONAL MATCH (ga:Assignment {id: r.ga}) "
+            f"RETURN r.id AS id, r.cause AS cause, {_CLAIM_FIELDS.format('c')}, {_CLAIM_FIELDS.format('g')}, "
             f"{_ASSIGN_FIELDS.format('a')}, {_ASSIGN_FIELDS.format('ga')}",
-            {"ids": ids, "p": self.project_id, **self._prefixes()},
+            {"rows": keyed},
         )
         now = c.now()
         out: dict[str, TeamMark] = {}

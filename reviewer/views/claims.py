@@ -176,12 +176,20 @@ def overview_claims(p: Project) -> dict[str, Any]:
     }
 
 
+def claim_urls(p: Project) -> dict[str, str]:
+    """The claim actions' links, reversed once for a page of cards."""
+    urls = {a: reverse("claim_action", kwargs={"project": p.id, "action": a}) for a in ("claim", "release", "renew")}
+    return {**urls, "target": reverse("claim_target", kwargs={"project": p.id})}
+
+
 def queue_extras(p: Project, decisions: list[Any], causes: list[str]) -> dict[str, Any]:
     """What the queue page adds: each card's claim box, each group's claim
     and assignment, the assignee filter."""
     groups = claims_of(p).group_marks(causes)
     return {
         "marks": card_marks(p, decisions),
+        "claim_urls": claim_urls(p),
+        "renew_every": RENEW_EVERY_S,
         "group_boxes": {k: Box(p, TargetKind.group, k, m) for k, m in groups.items()},
         "who_choices": WHO_CHOICES,
         "who": "",
@@ -319,8 +327,7 @@ def _answer(
     if request.htmx:
         return render(request, BOX, box_context(request, p, kind, target, note=note, error=error, typed=typed))
     if status == 400:
-        context = box_context(request, p, kind, target, error=error, typed=typed, back=_back(request, p, kind, target))
-        return render(request, TAKE_OVER, {**context, "assigning": True}, status=400)
+        return _take_over_page(request, p, kind, target, error=error, typed=typed, status=400)
     if error:
         messages.error(request, error)
     elif note:
