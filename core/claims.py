@@ -54,6 +54,9 @@ __all__ = ["DEFAULT_LEASE_MINUTES", "Claims", "HeldClaim", "TeamQueue"]
 DEFAULT_LEASE_MINUTES = 15
 #: the live claims an overview lists at most
 HELD_SHOWN = 200
+#: a claim "ends soon" in the inbox this many seconds before it ends, and at most this many are shown
+ENDING_SOON_S = 300
+ENDING_SHOWN = 20
 
 _CLAIM_FIELDS = "{0}.holder AS {0}_holder, {0}.claimed_at AS {0}_at, {0}.expires_at AS {0}_exp, {0}.cap_at AS {0}_cap"
 _ASSIGN_FIELDS = "{0}.assignee AS {0}_who, {0}.assigned_by AS {0}_by, {0}.assigned_at AS {0}_at"
@@ -380,6 +383,41 @@ class Claims:
             "OPTIONAL MATCH (d:Decision {id: c.target_id}) WHERE c.target_kind = 'decision' "
             f"RETURN c.target_kind AS kind, c.target_id AS target, d.choice_key AS choice_key, {_CLAIM_FIELDS.format('c')}",
             {"p": self.project_id, "now": now, "n": c.clamp(limit, HELD_SHOWN, HELD_SHOWN)},
+        )
+        return [
+            HeldClaim(
+                target_kind=TargetKind(r["kind"]),
+                target_id=r["target"],
+                holder=r["c_holder"],
+                claimed_at=_time(r["c_at"]),
+                expires_at=_time(r["c_exp"]),
+                cap_at=_time(r["c_cap"]),
+                choice_key=r["choice_key"],
+            )
+            for r in found
+        ]
+
+    def ending_soon(self, holder: str, *, within_s: int = ENDING_SOON_S) -> list[HeldClaim]:
+        """``holder``'s live claims that end within ``within_s`` seconds,
+        soonest first (the inbox's "your claims ending soon"); at most
+        ``ENDING_SHOWN``. A claim the holder's open page keeps renewing
+        shows here only when its cap is near or the page was closed."""
+        holder = c.text(holder, "holder", allow_empty=False)
+        now = c.now()
+        found = self.store.read(
+            self.project_id,
+            "MATCH (c:Claim) WHERE c.holder = $who AND c.project_id = $p AND c.expires_at > $now "
+            "AND c.expires_at <= $until "
+            "WITH c ORDER BY c.expires_at LIMIT $n "
+            "OPTIONAL MATCH (d:Decision {id: c.target_id}) WHERE c.target_kind = 'decision' "
+            f"RETURN c.target_kind AS kind, c.target_id AS target, d.choice_key AS choice_key, {_CLAIM_FIELDS.format('c')}",
+            {
+                "who": holder,
+                "p": self.project_id,
+                "now": c.iso(now),
+                "until": c.iso(now + timedelta(seconds=c.clamp(within_s, ENDING_SOON_S, 7_200))),
+                "n": ENDING_SHOWN,
+            },
         )
         return [
             HeldClaim(

@@ -20,7 +20,8 @@ from typing import Any
 from django.http import HttpRequest
 
 from core import limits
-from core.models import Notice, SinceLastVisit
+from core.claims import Claims
+from core.models import ActorKind, Notice, SinceLastVisit
 from core.notices import Notices, changes_since, flagged_after
 from core.stores import GraphStore, GraphStoreError
 
@@ -219,3 +220,14 @@ def new_cards(request: HttpRequest, store: GraphStore, project: str, decisions: 
         return set()
     fresh = flagged_after(store, project, [str(d.id) for d in decisions], at)
     return {d.id for d in decisions if str(d.id) in fresh}
+
+
+def ending_claims(user: Any, store: GraphStore, *, project: str | None) -> list[tuple[str, Any]]:
+    """(project, claim) for the person's live claims that end within five
+    minutes, soonest first, in the one project asked for or in each they
+    may open (each a bounded, indexed read; never in the top bar)."""
+    out: list[tuple[str, Any]] = []
+    for pid in [project] if project else projects(user, store):
+        claims = Claims(store, project_id=pid, agent_id=user.get_username(), actor_kind=ActorKind.person)
+        out += [(pid, claim) for claim in claims.ending_soon(user.get_username())]
+    return sorted(out, key=lambda pc: pc[1].expires_at)

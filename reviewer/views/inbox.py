@@ -44,6 +44,7 @@ def inbox_page(request: HttpRequest) -> HttpResponse:
         "reviewer/inbox.html",
         {
             "items": items,
+            "ending": inbox.ending_claims(request.user, store, project=project) if before is None else [],
             "scope": project,
             "projects": inbox.projects(request.user, store),
             "next_url": "?" + urlencode({**query, "before": cursor}) if cursor else None,

@@ -193,3 +193,18 @@ def test_assignments_go_out_and_back_with_the_traces(store: GraphStore, project_
         assert all(m.claim is None for m in marks.values())
     finally:
         store.drop_project(copy)
+
+
+def test_the_claims_ending_soon_are_the_holders_own_within_the_window(store: GraphStore, project_id: str) -> None:
+    ids, _cause = _flagged(store, project_id, 3)
+    rita, sam = _as(store, project_id, "rita"), _as(store, project_id, "sam")
+    assert rita.set_lease_minutes(4).recorded  # within the 5 minutes that count as "soon"
+    assert rita.claim(D, ids[0]).recorded and sam.claim(D, ids[1]).recorded
+    assert rita.set_lease_minutes(30).recorded  # a later claim lasts longer
+    assert rita.claim(D, ids[2]).recorded
+    soon = rita.ending_soon("rita")
+    assert [(h.target_id, h.holder) for h in soon] == [(ids[0], "rita")]  # not sam's, not the one for 30 minutes
+    assert soon[0].expires_at - c.now() <= timedelta(minutes=4)
+    assert [h.target_id for h in rita.ending_soon("rita", within_s=3_600)] == [ids[0], ids[2]]  # soonest first
+    assert rita.release(D, ids[0]).recorded
+    assert rita.ending_soon("rita") == []  # a released claim ends nothing

@@ -159,3 +159,16 @@ def test_a_comment_is_an_explicit_act_that_moves_the_mark(story: Story, as_: Any
     assert posted.status_code in (200, 302)
     mark = ProjectMarks.objects.get(user__username="rita", project_id=story.project)
     assert mark.looked_at is not None and datetime.now(UTC) - mark.looked_at < timedelta(minutes=1)
+
+
+def test_the_inbox_lists_the_persons_claims_ending_soon(story: Story, as_: Any) -> None:
+    from core.claims import Claims
+
+    claims = Claims(get_store(), project_id=story.project, agent_id="rita")
+    assert claims.set_lease_minutes(3).recorded and claims.claim("decision", story.moved).recorded
+    rita, sam = as_("reviewer"), as_("steward")
+    page = rita.get("/inbox/").content.decode()
+    assert "Your claims ending soon" in page and f"/decisions/{story.moved}/" in page
+    assert "Your claims ending soon" not in sam.get("/inbox/").content.decode()  # not theirs
+    assert claims.release("decision", story.moved).recorded
+    assert "Your claims ending soon" not in rita.get("/inbox/").content.decode()
