@@ -46,6 +46,7 @@ ACTIONS = (
     "take_over",
     "assign",
     "unassign",
+    "claim_lease",
     "comment",
     "comment_edit",
     "comment_delete",
