@@ -216,7 +216,8 @@ def log_activity(
     imported = c.imported_at()
     if imported is not None:
         actor_kind = "agent"  # an import writes it, whoever did it first
-    people = _notified(notify)
+    # an import replays what happened long ago: nobody is told of it again
+    people = _notified(notify) if imported is None else []
     entry_id = str(uuid.uuid4())
     tx.write(
         "OPTIONAL MATCH (td:Decision {id: $task_of}) "

@@ -299,7 +299,7 @@ class Discussion(CommentReads):
             kw.pop("reason", None),
             kw.pop("at", None) or c.iso(c.now()),
             actor_kind=self.actor_kind.value,
-            notify=[n for n in dict.fromkeys(notify or []) if n != self.agent_id] or None,
+            notify=_told(notify, self.agent_id),
             **kw,
         )
 
@@ -557,3 +557,12 @@ def _without_body(result: CommentResult) -> CommentResult:
     if result.comment is None:
         return result
     return result.model_copy(update={"comment": result.comment.model_copy(update={"body": None})})
+
+
+def _told(notify: list[str] | None, author: str) -> list[str] | None:
+    """Who a comment is news for: its mentions first, then the thread's other
+    writers, each once, never the author, and only names a person could
+    hold; at most ``limits.NOTIFY_MAX`` (a thread of many writers still takes
+    a reply: the mentioned are told, the longest-standing writers after)."""
+    names = [n for n in dict.fromkeys(notify or []) if n != author and 0 < len(n) <= limits.PERSON_MAX]
+    return names[: limits.NOTIFY_MAX] or None

@@ -191,6 +191,10 @@ def test_assignments_go_out_and_back_with_the_traces(store: GraphStore, project_
         marks = _as(store, copy, "x").marks(moved)
         assert sorted(m.assignment.assignee for m in marks.values()) == ["rita", "sam"]
         assert all(m.claim is None for m in marks.values())
+        # the copy's assignments happened long ago: nobody is told of them again
+        notices = "MATCH (n:Notice) WHERE n.project_id = $p RETURN count(n) AS n"
+        assert store.read(project_id, notices, {"p": project_id})[0]["n"] >= 2
+        assert store.read(copy, notices, {"p": copy})[0]["n"] == 0
     finally:
         store.drop_project(copy)
 

@@ -86,3 +86,29 @@ def test_changes_since_counts_flags_verdicts_conflicts_and_comments_of_others(wo
     after = datetime.now(UTC) + timedelta(seconds=1)
     assert not changes_since(store, pid, "sam", after).anything
     assert flagged_after(store, pid, [str(d2.id)], after) == set()
+
+
+def test_a_reply_in_a_thread_of_many_writers_is_kept_and_tells_the_mentioned_first(
+    store: GraphStore, project_id: str
+) -> None:
+    from core.comments import Discussion
+    from core.retention import ActivityLog
+
+    from .test_comments import _decision
+
+    did = _decision(store, project_id)
+    first = Discussion(store, project_id=project_id, agent_id="w0").post_comment(did, "why?")
+    tid = first.comment.thread_id
+    writers = limits.NOTIFY_MAX + 5
+    for i in range(1, writers):
+        assert (
+            Discussion(store, project_id=project_id, agent_id=f"w{i}").post_comment(did, "+1", thread_id=tid).recorded
+        )
+    mentioned = ["m1", "m2"]
+    reply = Discussion(store, project_id=project_id, agent_id="rita").post_comment(
+        did, "@m1 @m2 see above", thread_id=tid, mentions=mentioned
+    )
+    assert reply.recorded, reply  # more writers than a notice names: the reply is kept all the same
+    entry = ActivityLog(store, project_id=project_id).list(limit=1, action="comment")[0]
+    assert len(entry.notify) == limits.NOTIFY_MAX and set(mentioned) <= set(entry.notify)
+    assert "rita" not in entry.notify
