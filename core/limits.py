@@ -159,5 +159,8 @@ PERSON_MAX = 150
 NOTICES_PAGE_MAX = 100
 #: where an unread count stops counting (shown as "99+")
 UNREAD_COUNT_MAX = 100
+#: notices read one by one that an unread count takes away at most (it counts
+#: up to the cap plus these; past it the badge may say fewer than there are)
+NOTICE_READS_COUNTED_MAX = 1_000
 #: activity entries one "since your last visit" reads at most (the counts say "at least" past it)
 SINCE_SCAN_MAX = 1_000

@@ -60,12 +60,16 @@ class Notices:
         after: datetime | str | None = None,
         actions: Iterable[str] | None = None,
         limit: int = 30,
+        oldest_first: bool = False,
     ) -> list[Notice]:
         """The entries naming ``person``, newest first, with the decision
         each opens. ``before``: ``cursor(last notice)`` of the previous
         page; ``after``: only entries later than this time; ``actions``:
-        only entries of these actions."""
+        only entries of these actions. ``oldest_first``: the oldest after
+        ``after`` first (a reader that moves a mark past what it read, so
+        nothing older is left behind a full page)."""
         person = self._person(person)
+        order = "ASC" if oldest_first else "DESC"
         at, _, after_id = (c.optional_text(before, "before") or "").partition("|")
         wanted = sorted({c.text(a, "actions") for a in actions}) if actions is not None else None
         rows = self.store.read(
@@ -73,10 +77,10 @@ class Notices:
             f"MATCH (n:Notice) WHERE n.person = $who{_scope(self.store, 'n')} "
             "AND ($at IS NULL OR n.at < $at OR (n.at = $at AND $id IS NOT NULL AND n.entry_id > $id)) "
             "AND ($after IS NULL OR n.at > $after) AND ($actions IS NULL OR n.action IN $actions) "
-            "WITH n ORDER BY n.at DESC, n.entry_id LIMIT $n "
+            f"WITH n ORDER BY n.at {order}, n.entry_id LIMIT $n "
             "MATCH (a:Activity {id: n.entry_id}) "
             "OPTIONAL MATCH (o:Decision {id: CASE WHEN a.action = 'supersede' THEN a.target_id END}) "
-            f"RETURN {ENTRY_COLUMNS}, o.superseded_by AS opens ORDER BY a.at DESC, a.id",
+            f"RETURN {ENTRY_COLUMNS}, o.superseded_by AS opens ORDER BY a.at {order}, a.id",
             {
                 "p": self.project_id,
                 "who": person,
@@ -99,7 +103,8 @@ class Notices:
     def count_after(self, person: str, after: datetime | str | None, *, cap: int = limits.UNREAD_COUNT_MAX) -> int:
         """How many entries name ``person`` after ``after`` (all, if None),
         counted up to ``cap``: a badge needs no more, and no count reads
-        more than that many notices."""
+        more than that many notices (a cap may add the notices the caller
+        will take away as read, up to ``NOTICE_READS_COUNTED_MAX``)."""
         rows = self.store.read(
             self.project_id,
             f"MATCH (n:Notice) WHERE n.person = $who{_scope(self.store, 'n')} AND ($after IS NULL OR n.at > $after) "
@@ -108,10 +113,24 @@ class Notices:
                 "p": self.project_id,
                 "who": self._person(person),
                 "after": _moment(after, "after"),
-                "n": c.clamp(cap, limits.UNREAD_COUNT_MAX, limits.UNREAD_COUNT_MAX),
+                "n": c.clamp(cap, limits.UNREAD_COUNT_MAX, limits.UNREAD_COUNT_MAX + limits.NOTICE_READS_COUNTED_MAX),
             },
         )
         return int(rows[0]["n"]) if rows else 0
+
+    def time_of(self, person: str, entry_id: str) -> datetime | None:
+        """When the entry ``entry_id`` happened, if it names ``person``
+        (None: no such entry here, or not news for them). One entry read by
+        its id: what a "mark read" may store is checked here, never taken
+        from the client."""
+        entry_id = c.text(entry_id, "entry_id", allow_empty=False)
+        rows = self.store.read(
+            self.project_id,
+            f"MATCH (a:Activity {{id: $id}}) WHERE $who IN coalesce(a.notify, []){_scope(self.store, 'a')} "
+            "RETURN a.at AS at LIMIT 1",
+            {"p": self.project_id, "id": entry_id, "who": self._person(person)},
+        )
+        return datetime.fromisoformat(rows[0]["at"]) if rows and rows[0]["at"] else None
 
     @staticmethod
     def cursor(notice: Notice) -> str:

@@ -13,10 +13,12 @@ project's grant sees nothing from it (nor gets it by e-mail,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.db.models import Count, Q
 from django.http import HttpRequest
 
 from core import limits
@@ -84,20 +86,27 @@ def marks(user: Any, project_ids: list[str]) -> dict[str, ProjectMarks]:
 
 
 def _reads_after(user: Any, marks_of: dict[str, ProjectMarks], project_ids: list[str]) -> dict[str, int]:
-    """Per project, the notices marked read one by one after its read-up-to."""
-    counts: dict[str, int] = {}
-    for r in NoticeRead.objects.filter(user=user, project_id__in=project_ids).values("project_id", "at"):
-        mark = marks_of.get(r["project_id"])
-        if mark is None or mark.read_until is None or r["at"] > mark.read_until:
-            counts[r["project_id"]] = counts.get(r["project_id"], 0) + 1
-    return counts
+    """Per project, the notices marked read one by one after its
+    read-up-to: one counting query (older rows are covered by the mark)."""
+    if not project_ids:
+        return {}
+    after = Q()
+    for pid in project_ids:
+        mark = marks_of.get(pid)
+        if mark is not None and mark.read_until is not None:
+            after |= Q(project_id=pid, at__gt=mark.read_until)
+        else:
+            after |= Q(project_id=pid)
+    rows = NoticeRead.objects.filter(after, user=user).values("project_id").annotate(n=Count("id"))
+    return {r["project_id"]: r["n"] for r in rows}
 
 
 def unread_count(request: HttpRequest) -> int | None:
     """The person's unread notices over their projects, up to
     ``UNREAD_COUNT_MAX`` (the badge says "99+" past it), counted once per
-    request: one bounded count per project. None when the store is not
-    answering (the page still renders)."""
+    request: one bounded count per project, up to the cap plus the notices
+    read one by one there (taken away before the cap applies). None when
+    the store is not answering (the page still renders)."""
     cached = getattr(request, _CACHE, False)
     if cached is not False:
         return cached
@@ -112,9 +121,13 @@ def unread_count(request: HttpRequest) -> int | None:
         reads = _reads_after(user, marks_of, ids)
         for pid in ids:
             mark = marks_of.get(pid)
-            n = Notices(store, project_id=pid).count_after(user.get_username(), mark and mark.read_until)
-            total += max(0, n - reads.get(pid, 0))
+            read = min(reads.get(pid, 0), limits.NOTICE_READS_COUNTED_MAX)
+            n = Notices(store, project_id=pid).count_after(
+                user.get_username(), mark and mark.read_until, cap=limits.UNREAD_COUNT_MAX + read
+            )
+            total += max(0, n - read)
             if total >= limits.UNREAD_COUNT_MAX:
+                total = limits.UNREAD_COUNT_MAX
                 break
     except GraphStoreError:  # the store is down or closed: the top bar goes without the count
         total = None
@@ -152,9 +165,21 @@ def page(user: Any, store: GraphStore, *, project: str | None, before: str | Non
     return items, (Notices.cursor(found[-1][1]) if more and found else None)
 
 
-def mark_read(user: Any, project: str, entry_id: str, at: datetime) -> None:
-    """One notice read (``at``: its time, as the inbox showed it)."""
+def mark_read(user: Any, store: GraphStore, project: str, entry_id: str) -> bool:
+    """One notice read, if it is one of the person's notices in the project
+    (its time is the store's, never the client's): a script cannot add rows
+    for entries that are not theirs. Rows the read-up-to mark covers are
+    dropped on the way. False: no such notice for them."""
+    at = Notices(store, project_id=project).time_of(user.get_username(), entry_id)
+    if at is None:
+        return False
+    mark = ProjectMarks.objects.filter(user=user, project_id=project).first()
+    if mark is not None and mark.read_until is not None:
+        NoticeRead.objects.filter(user=user, project_id=project, at__lte=mark.read_until).delete()
+        if at <= mark.read_until:
+            return True  # already read by the mark
     NoticeRead.objects.get_or_create(user=user, project_id=project, entry_id=entry_id, defaults={"at": at})
+    return True
 
 
 def mark_all_read(user: Any, project_ids: list[str], *, now: datetime | None = None) -> None:
@@ -166,12 +191,16 @@ def mark_all_read(user: Any, project_ids: list[str], *, now: datetime | None = N
     NoticeRead.objects.filter(user=user, project_id__in=project_ids, at__lte=moment).delete()
 
 
-def is_read(user: Any, project: str, entry_id: str, at: datetime) -> bool:
-    """Whether the person has read this notice (e-mail skips it)."""
-    mark = ProjectMarks.objects.filter(user=user, project_id=project).first()
-    if mark is not None and mark.read_until is not None and at <= mark.read_until:
-        return True
-    return NoticeRead.objects.filter(user=user, project_id=project, entry_id=entry_id).exists()
+def read_checker(user: Any, project: str, entry_ids: list[str]) -> Callable[[str, datetime], bool]:
+    """Whether the person has read a notice (e-mail skips it), for the
+    notices ``entry_ids`` of one project: two queries, whatever their count."""
+    mark = ProjectMarks.objects.filter(user=user, project_id=project).values_list("read_until", flat=True).first()
+    read = set(
+        NoticeRead.objects.filter(user=user, project_id=project, entry_id__in=entry_ids).values_list(
+            "entry_id", flat=True
+        )
+    )
+    return lambda entry_id, at: (mark is not None and at <= mark) or entry_id in read
 
 
 # -- since my last visit -----------------------------------------------------------

@@ -30,6 +30,7 @@ from django.db import connections
 from django.urls import reverse
 
 from core import limits
+from core.models import Notice
 from core.notices import Notices
 from core.stores import GraphStore, GraphStoreError
 
@@ -72,7 +73,10 @@ def send_due(*, now: datetime | None = None, store: GraphStore | None = None) ->
         if not NoticePrefs.objects.filter(pk=prefs.pk, email=True, mailed_until=before).update(mailed_until=cutoff):
             continue
         try:
-            sent += _send_one(prefs.user, store, before, cutoff)
+            n, upto = _send_one(prefs.user, store, before, cutoff)
+            sent += n
+            if upto < cutoff:  # a full page: the rest waits for the next round, from where this one stopped
+                NoticePrefs.objects.filter(pk=prefs.pk, mailed_until=cutoff).update(mailed_until=upto)
         except (GraphStoreError, OSError) as exc:  # the store or the SMTP server: the next round tries again
             NoticePrefs.objects.filter(pk=prefs.pk, mailed_until=cutoff).update(mailed_until=before)
             log.warning("notice e-mail to user %s not sent: %s", prefs.user.pk, exc)
@@ -88,10 +92,12 @@ def _default_prefs(now: datetime) -> None:
     )
 
 
-def _send_one(user: Any, store: GraphStore, after: datetime | None, until: datetime) -> int:
-    lines = due_lines(user, store, after, until)
+def _send_one(user: Any, store: GraphStore, after: datetime | None, until: datetime) -> tuple[int, datetime]:
+    """Send the person's message (1, or 0 if nothing is left), and up to
+    when their notices were considered."""
+    lines, upto = due_lines(user, store, after, until)
     if not lines:
-        return 0
+        return 0, upto
     n = len(lines)
     if n > LINES_MAX:
         lines = lines[:LINES_MAX] + [f"... and {n - LINES_MAX} more in Reviewer."]
@@ -108,26 +114,48 @@ def _send_one(user: Any, store: GraphStore, after: datetime | None, until: datet
         body="\n".join(body) + "\n",
         to=[user.email],
     ).send()
-    return 1
+    return 1, upto
 
 
-def due_lines(user: Any, store: GraphStore, after: datetime | None, until: datetime) -> list[str]:
+def due_lines(user: Any, store: GraphStore, after: datetime | None, until: datetime) -> tuple[list[str], datetime]:
     """One line per notice due for ``user`` (after ``after``, up to
     ``until``, of ``EMAIL_ACTIONS``, unread) in the projects they may open
-    now: who (a person; an agent is not named), what, and a link."""
-    lines = []
-    base = settings.REVIEWER_BASE_URL
+    now: who (a person; an agent is not named), what, and a link; and up
+    to when that is all of them. Each project is read oldest first, one
+    bounded page: where a page is full, what comes after its last notice
+    is left for the next round (``until`` moves back to before it, and
+    what this round read after that is left too, so nothing is skipped
+    and nothing sent twice)."""
+    found: list[tuple[str, Notice]] = []
+    upto = until
     for pid in inbox.projects(user, store):
-        found = Notices(store, project_id=pid).page(
+        page = Notices(store, project_id=pid).page(
             user.get_username(),
             before=(until + timedelta(microseconds=1)).astimezone(UTC).isoformat(timespec="microseconds"),
             after=after,
             actions=EMAIL_ACTIONS,
             limit=limits.NOTICES_PAGE_MAX,
+            oldest_first=True,
         )
-        for n in reversed(found):  # oldest first, as they happened
+        if len(page) >= limits.NOTICES_PAGE_MAX:
+            # the last notice's time may have more beyond the page: stop just before it
+            last = page[-1].entry.at - timedelta(microseconds=1)
+            if after is None or last > after:
+                upto = min(upto, last)
+            else:  # one page of notices all at one moment: take it whole
+                upto = min(upto, page[-1].entry.at)
+        found += [(pid, n) for n in page]
+    lines = []
+    base = settings.REVIEWER_BASE_URL
+    by_project: dict[str, list[Notice]] = {}
+    for pid, n in found:
+        if n.entry.at <= upto:
+            by_project.setdefault(pid, []).append(n)
+    for pid, notices in by_project.items():
+        is_read = inbox.read_checker(user, pid, [n.entry.id for n in notices])
+        for n in notices:  # oldest first, as they happened
             e = n.entry
-            if inbox.is_read(user, pid, e.id, e.at):
+            if is_read(e.id, e.at):
                 continue
             item = inbox.Item(pid, n, True)
             who = e.actor if e.actor_kind == "person" else "An agent"
@@ -136,7 +164,7 @@ def due_lines(user: Any, store: GraphStore, after: datetime | None, until: datet
             else:
                 link = base + reverse("inbox") + "?project=" + pid
             lines.append(f"{who} in {pid} ({item.label}):\n  {link}")
-    return lines
+    return lines, upto
 
 
 class Mailer:

@@ -64,18 +64,19 @@ def _back(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def mark_read(request: HttpRequest) -> HttpResponse:
-    """One notice read: its project (one the person may open), its entry id
-    and its time as the inbox showed them."""
+    """One notice read: its project (one the person may open) and its entry
+    id; it is stored only if that entry is one of the person's notices
+    there, at the time the store gives (the form's ``at`` is not trusted)."""
     project = _scope(request)
     entry_id = _param(request.POST, "entry", 100).strip()
-    try:
-        at = datetime.fromisoformat(_param(request.POST, "at", 64))
-    except ValueError:
-        at = None
-    if project is None or not entry_id or len(entry_id) > 64 or at is None or at.tzinfo is None:
+    if (
+        project is None
+        or not entry_id
+        or len(entry_id) > 64
+        or not inbox.mark_read(request.user, get_store(), project, entry_id)
+    ):
         messages.error(request, "That notice could not be marked read: open the inbox again.")
         return redirect("inbox")
-    inbox.mark_read(request.user, project, entry_id, at)
     return _back(request)
 
 

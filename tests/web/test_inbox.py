@@ -14,9 +14,10 @@ from django.test import Client
 from core import _common as c
 from core import _review
 from core._purge import Purger
+from core.notices import Notices
 from core.retention import HistoryRetention
-from reviewer import access
-from reviewer.models import ProjectMarks
+from reviewer import access, inbox
+from reviewer.models import NoticeRead, ProjectMarks
 from reviewer.store import get_store
 
 from .conftest import Story
@@ -34,6 +35,20 @@ def notify(project: str, action: str, people: list[str], *, at: datetime | None 
             kw.get("summary", f"{action} on {HOSTILE}"), None, c.iso(at or datetime.now(UTC)),
             actor_kind="person", notify=people,
         )  # fmt: skip
+
+    get_store().transact(project, work)
+
+
+def notify_many(project: str, action: str, person: str, n: int, *, start: datetime, target: str) -> None:
+    """``n`` entries naming ``person``, a second apart from ``start``, in one commit."""
+
+    def work(tx):  # type: ignore[no-untyped-def]
+        for i in range(n):
+            at = c.iso(start + timedelta(seconds=i))
+            _review.log_activity(
+                tx, project, "stan", action, "decision", target, f"{action} {i}", None, at,
+                actor_kind="person", notify=[person],
+            )  # fmt: skip
 
     get_store().transact(project, work)
 
@@ -172,3 +187,41 @@ def test_the_inbox_lists_the_persons_claims_ending_soon(story: Story, as_: Any) 
     assert "Your claims ending soon" not in sam.get("/inbox/").content.decode()  # not theirs
     assert claims.release("decision", story.moved).recorded
     assert "Your claims ending soon" not in rita.get("/inbox/").content.decode()
+
+
+def test_mark_read_stores_only_the_persons_own_notices_at_the_stores_time(
+    story: Story, people: dict[str, User], as_: Any
+) -> None:
+    p, rita = story.project, as_("reviewer")
+    notify(p, "assign", ["rita"], target=story.moved)
+    notify(p, "assign", ["vera"], target=story.changed)  # vera's, not rita's
+    [mine] = Notices(get_store(), project_id=p).page("rita")
+    [hers] = Notices(get_store(), project_id=p).page("vera")
+    for entry in (hers.entry.id, "0" * 36, "made-up"):  # not rita's notices: nothing stored
+        data = {"project": p, "entry": entry, "at": c.iso(datetime.now(UTC))}
+        assert rita.post("/inbox/read", data, follow=True).status_code == 200
+    assert not NoticeRead.objects.exists() and unread(rita) == "1"
+    # the client's time is not trusted: the store's is kept
+    data = {"project": p, "entry": mine.entry.id, "at": "2000-01-01T00:00:00+00:00"}
+    assert rita.post("/inbox/read", data).status_code == 302
+    [row] = NoticeRead.objects.all()
+    assert row.at == mine.entry.at and unread(rita) == ""
+    # rows the read-up-to mark covers are dropped when the next one is read
+    inbox.mark_all_read(people["reviewer"], [p], now=datetime.now(UTC) + timedelta(seconds=1))
+    NoticeRead.objects.create(user=people["reviewer"], project_id=p, entry_id="old", at=mine.entry.at)
+    notify(p, "assign", ["rita"], at=datetime.now(UTC) + timedelta(minutes=1), target=story.clear)
+    newer = Notices(get_store(), project_id=p).page("rita", limit=1)[0]
+    assert inbox.mark_read(people["reviewer"], get_store(), p, newer.entry.id)
+    assert list(NoticeRead.objects.values_list("entry_id", flat=True)) == [newer.entry.id]
+
+
+def test_the_badge_takes_reads_away_before_its_cap(story: Story, people: dict[str, User], as_: Any) -> None:
+    p, rita, rita_user = story.project, as_("reviewer"), people["reviewer"]
+    notify_many(p, "assign", "rita", 170, start=datetime.now(UTC) - timedelta(hours=1), target=story.moved)
+    for n in Notices(get_store(), project_id=p).page("rita", limit=60):
+        assert inbox.mark_read(rita_user, get_store(), p, n.entry.id)
+    assert NoticeRead.objects.filter(user=rita_user).count() == 60
+    assert unread(rita) == "99+"  # 110 unread: not the capped 100 less 60
+    for n in Notices(get_store(), project_id=p).page("rita", limit=100)[60:]:
+        inbox.mark_read(rita_user, get_store(), p, n.entry.id)
+    assert unread(rita) == "70"

@@ -17,6 +17,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from reviewer import access, inbox
 from reviewer.models import NoticePrefs
@@ -24,7 +26,7 @@ from reviewer.notice_mail import Mailer, send_due
 from reviewer.store import get_store
 
 from .conftest import Story
-from .test_inbox import HOSTILE, notify
+from .test_inbox import HOSTILE, notify, notify_many
 
 
 class Inbox:
@@ -83,7 +85,7 @@ def test_mentions_and_assignments_are_held_combined_skipped_if_read_and_carry_li
     notify(p, "assign", ["rita"], at=now - timedelta(seconds=30), target=story.xss)  # held
     read = inbox.page(rita, get_store(), project=p, before=None)[0]
     clear = next(i for i in read if i.notice.entry.target_id == story.clear)
-    inbox.mark_read(rita, p, clear.notice.entry.id, clear.notice.entry.at)
+    assert inbox.mark_read(rita, get_store(), p, clear.notice.entry.id)
 
     assert send_due(now=now) == 1
     [(to, message)] = smtp.messages
@@ -156,3 +158,20 @@ def test_the_preferences_form_turns_email_on_and_off_for_the_person_only(story: 
     assert not NoticePrefs.objects.filter(user__username="vera").exists()
     assert rita.post("/inbox/settings", {}).status_code == 302
     assert not NoticePrefs.objects.get(user__username="rita").email
+
+
+@pytest.mark.django_db(transaction=True)
+def test_more_due_than_one_page_are_all_mailed_over_rounds_in_few_queries(
+    story: Story, people: dict[str, User], smtp: Inbox
+) -> None:
+    now = datetime.now(UTC)
+    rita = people["reviewer"]
+    email_on(rita, now - timedelta(hours=1))
+    notify_many(story.project, "assign", "rita", 130, start=now - timedelta(minutes=50), target=story.moved)
+    with CaptureQueriesContext(connection) as round_one:
+        assert send_due(now=now) == 1
+    assert len(round_one) < 20  # not two per notice
+    assert send_due(now=now) == 1  # what did not fit the first round's page
+    assert send_due(now=now) == 0
+    counts = [int(body(m).split(" thing")[0]) for _, m in smtp.messages]
+    assert sum(counts) == 130 and counts[0] < 130  # every one told once, oldest first
