@@ -60,11 +60,15 @@ class CommentReads:
         return out
 
     def list_threads(self, decision_id: str, *, limit: int = 10, offset: int = 0) -> ThreadList:
-        """A page of the decision's threads with their comments: open threads
-        first, then by their latest comment, newest first. Two reads
-        however many threads (at most ``limits.THREADS_MAX``) there are."""
+        """A page of the decision's threads (at most ``limits.THREADS_PAGE_MAX``),
+        each with its first comment (the question) and its latest
+        ``limits.THREAD_COMMENTS_SHOWN``; ``Thread.omitted`` counts the ones
+        between (``get_thread`` pages through them). Open threads first,
+        then by their latest comment, newest first. Two reads, and only the
+        comments shown are unsealed: the read grows with the page, not with
+        the discussion."""
         did = c.text(decision_id, "decision_id").lower()
-        limit = c.clamp(limit, 10, limits.THREADS_MAX)
+        limit = c.clamp(limit, 10, limits.THREADS_PAGE_MAX)
         offset = max(0, c.integer(offset, "offset"))
         rows = self.store.read(
             self.project_id,
@@ -74,8 +78,8 @@ class CommentReads:
         rows.sort(key=lambda r: r["last_at"], reverse=True)
         rows.sort(key=lambda r: r["resolved_at"] is not None)
         page = rows[offset : offset + limit]
-        comments = self._comments_of([r["id"] for r in page])
-        threads = [Thread.model_validate({**r, "comments": comments.get(r["id"], [])}) for r in page]
+        shown = self._window([r["id"] for r in page], "i = 0 OR i >= n - $k", {"k": limits.THREAD_COMMENTS_SHOWN})
+        threads = [self._thread(r, *shown.get(r["id"], ([], 0))) for r in page]
         return ThreadList(
             decision_id=did,
             threads=threads,
@@ -84,7 +88,37 @@ class CommentReads:
             more=offset + len(page) < len(rows),
         )
 
+    @staticmethod
+    def _thread(row: dict[str, Any], comments: list[Comment], count: int) -> Thread:
+        return Thread.model_validate(
+            {**row, "comments": comments, "comment_count": count, "omitted": count - len(comments)}
+        )
+
+    def _window(
+        self, thread_ids: list[str], where: str, params: dict[str, Any]
+    ) -> dict[str, tuple[list[Comment], int]]:
+        """Per thread id, the comments at the positions ``where`` keeps (``i``
+        the position, oldest first from 0; ``n`` the thread's count), and
+        that count. Only those rows carry their ciphertext, in one read."""
+        if not thread_ids:
+            return {}
+        rows = self.store.read(
+            self.project_id,
+            "UNWIND $ids AS tid MATCH (c:Comment {thread_id: tid}) WITH tid, c ORDER BY c.seq "
+            "WITH tid, collect(c) AS cs UNWIND range(0, size(cs) - 1) AS i "
+            f"WITH tid, size(cs) AS n, i, cs[i] AS c WHERE {where} "
+            f"RETURN {_COMMENT_FIELDS}, i AS pos, n",
+            {"ids": thread_ids, **params},
+        )
+        rows.sort(key=lambda r: (r["thread_id"], r.pop("pos")))
+        counts = {r["thread_id"]: r.pop("n") for r in rows}
+        out: dict[str, tuple[list[Comment], int]] = {t: ([], counts[t]) for t in counts}
+        for comment in self._open(rows):
+            out[comment.thread_id][0].append(comment)
+        return out
+
     def _comments_of(self, thread_ids: list[str]) -> dict[str, list[Comment]]:
+        """Every comment of these threads (the export's read, not a page's)."""
         if not thread_ids:
             return {}
         rows = self.store.read(
@@ -98,9 +132,14 @@ class CommentReads:
             out.setdefault(comment.thread_id, []).append(comment)
         return out
 
-    def get_thread(self, thread_id: str) -> Thread | None:
-        """One thread with its comments, or None (not this project's)."""
+    def get_thread(self, thread_id: str, *, offset: int = 0, limit: int | None = None) -> Thread | None:
+        """One thread with a page of its comments, oldest first: from
+        position ``offset`` (0 is the question), at most ``limit`` (default
+        and most ``limits.THREAD_COMMENTS_SHOWN``); ``Thread.omitted`` counts
+        the rest. None when it is not this project's."""
         tid = c.text(thread_id, "thread_id").lower()
+        limit = c.clamp(limit, limits.THREAD_COMMENTS_SHOWN, limits.THREAD_COMMENTS_SHOWN)
+        offset = max(0, c.integer(offset, "offset"))
         rows = self.store.read(
             self.project_id,
             f"MATCH (t:Thread {{id: $id}}) WHERE t.project_id = $p RETURN {_THREAD_FIELDS}",
@@ -108,7 +147,8 @@ class CommentReads:
         )
         if not rows:
             return None
-        return Thread.model_validate({**rows[0], "comments": self._comments_of([tid]).get(tid, [])})
+        page = self._window([tid], "i >= $from AND i < $from + $k", {"from": offset, "k": limit})
+        return self._thread(rows[0], *page.get(tid, ([], 0)))
 
     def get_comment(self, comment_id: str) -> Comment | None:
         cid = c.text(comment_id, "comment_id").lower()

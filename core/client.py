@@ -527,8 +527,9 @@ class Discussion(_Service):
         )
         return ThreadList(decision_id=decision_id) if found is None else ThreadList.model_validate(found)
 
-    def get_thread(self, thread_id: str) -> Thread | None:
-        _, found = self._call("GET", f"/threads/{_q(thread_id)}", missing_ok=True)
+    def get_thread(self, thread_id: str, *, offset: int = 0, limit: int | None = None) -> Thread | None:
+        query = {"offset": offset} if limit is None else {"offset": offset, "limit": limit}
+        _, found = self._call("GET", f"/threads/{_q(thread_id)}", query=query, missing_ok=True)
         return None if found is None else Thread.model_validate(found)
 
     def post_comment(

@@ -95,6 +95,13 @@ MENTIONS_MAX = 20
 #: and a thread's read stay bounded (beyond these, a meeting is due).
 THREADS_MAX = 100
 THREAD_COMMENTS_MAX = 100
+#: What one read of a discussion carries (each comment up to ``COMMENT_MAX``):
+#: a listed thread shows its first comment and its latest
+#: ``THREAD_COMMENTS_SHOWN``; a page of one thread's comments has at most
+#: ``THREAD_COMMENTS_SHOWN``; a list has at most ``THREADS_PAGE_MAX`` threads.
+#: So a read is at most ~2 MB of text however long the discussion grew.
+THREAD_COMMENTS_SHOWN = 20
+THREADS_PAGE_MAX = 10
 #: How long the author may edit a comment, in seconds.
 COMMENT_EDIT_S = 600
 #: A queue card's first line of the latest comment, in characters.

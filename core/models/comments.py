@@ -77,8 +77,13 @@ class Thread(Model):
     last_at: datetime
     resolved_at: datetime | None = None
     resolved_by: str | None = None
-    #: oldest first; the first one opened the thread
+    #: oldest first; the first one opened the thread. A listed thread has
+    #: its first and its latest ones, a page of it (``get_thread``) a run
+    #: from its ``offset``: ``omitted`` are those left out
     comments: list[Comment] = []
+    #: all its comments, shown or not (deleted and redacted ones too)
+    comment_count: int = 0
+    omitted: int = 0
 
     @property
     def resolved(self) -> bool:

@@ -13,12 +13,14 @@ steward's).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from django.http import Http404, HttpRequest
 from ninja import Router
 from ninja.responses import Status
+from pydantic import WithJsonSchema
 
+from core import limits
 from core.comments import Discussion
 from core.models import CommentErrorCode, CommentResult, Thread, ThreadList, ThreadResult
 
@@ -49,14 +51,33 @@ def _answer(result: Any) -> Status:
     return Status(409 if result.error in _CONFLICT else 422, result)
 
 
+def _page(default: int, maximum: int) -> Any:
+    """A ``limit`` the core clamps to ``maximum`` (as every list here does),
+    said in the OpenAPI document."""
+    return Annotated[int, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": maximum, "default": default})]
+
+
+#: the ``limit`` of a list of threads, and of a page of a thread's comments
+_THREADS = _page(10, limits.THREADS_PAGE_MAX)
+_COMMENTS = _page(limits.THREAD_COMMENTS_SHOWN, limits.THREAD_COMMENTS_SHOWN)
+
+
 def _discussion(request: HttpRequest, project: str) -> Discussion:
     a = agent(request, project)
     return _service(Discussion, a.store, a.token.project_id, a.token.agent_id)
 
 
 @router.get("/projects/{project}/decisions/{decision_id}/threads", response=reads(ThreadList))
-def list_threads(request: HttpRequest, project: str, decision_id: str, limit: int = 10, offset: int = 0) -> Any:
-    """The decision's threads with their comments, open threads first."""
+def list_threads(
+    request: HttpRequest,
+    project: str,
+    decision_id: str,
+    limit: _THREADS = 10,
+    offset: int = 0,
+) -> Any:
+    """The decision's threads, open threads first, each with its first and
+    its latest comments (``omitted`` counts those between: page through
+    them with ``GET threads/<id>``)."""
     a = agent(request, project)
     if a.traces.get_decision(decision_id).decision is None:
         raise Http404("no such decision")
@@ -64,8 +85,16 @@ def list_threads(request: HttpRequest, project: str, decision_id: str, limit: in
 
 
 @router.get("/projects/{project}/threads/{thread_id}", response=reads(Thread))
-def get_thread(request: HttpRequest, project: str, thread_id: str) -> Any:
-    found = _discussion(request, project).get_thread(thread_id)
+def get_thread(
+    request: HttpRequest,
+    project: str,
+    thread_id: str,
+    offset: int = 0,
+    limit: _COMMENTS = limits.THREAD_COMMENTS_SHOWN,
+) -> Any:
+    """The thread with a page of its comments from position ``offset``
+    (0 is the question), oldest first."""
+    found = _discussion(request, project).get_thread(thread_id, offset=max(0, offset), limit=limit)
     if found is None:
         raise Http404("no such thread")
     return found

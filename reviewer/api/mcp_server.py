@@ -207,8 +207,15 @@ def build_server(api_url: str, *, host: str = "127.0.0.1", port: int = 8765) -> 
 
     @mcp.tool()
     async def list_threads(project: str, decision_id: str, ctx: Context, limit: int = 10, offset: int = 0) -> Any:
-        """The discussion of a decision: its threads of comments (questions people put), open threads first."""
+        """The discussion of a decision: its threads of comments (questions people put), open threads first, at
+        most 10 a call; each with its first and latest comments (omitted: those between, read with get_thread)."""
         return await run(ctx, D, project, lambda d: d.list_threads(decision_id, limit=limit, offset=offset))
+
+    @mcp.tool()
+    async def get_thread(project: str, thread_id: str, ctx: Context, offset: int = 0, limit: int = 20) -> Any:
+        """One thread with a page of its comments, oldest first, from position offset (0 is the question), at most
+        20 a call."""
+        return await run(ctx, D, project, lambda d: d.get_thread(thread_id, offset=offset, limit=limit))
 
     @mcp.tool()
     async def post_comment(

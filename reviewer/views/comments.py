@@ -87,7 +87,9 @@ def discussion_context(request: HttpRequest, p: Project, decision_id: Any, **pro
     may do what, and a refused form's message and text (``problem``:
     ``where``, the thread id or ``new``; ``message``; ``text``)."""
     offset = _int(request.GET.get("threads_from"), 0, maximum=limits.THREADS_MAX)
-    listed = discussion_of(p).list_threads(str(decision_id), limit=THREADS_SHOWN, offset=offset)
+    discussion = discussion_of(p)
+    listed = discussion.list_threads(str(decision_id), limit=THREADS_SHOWN, offset=offset)
+    paged = _paged_thread(request, discussion, listed)
     me = p.agent
     window = timedelta(seconds=limits.COMMENT_EDIT_S)
     now = c.now()
@@ -99,6 +101,7 @@ def discussion_context(request: HttpRequest, p: Project, decision_id: Any, **pro
     }
     return {
         "discussion": listed,
+        "paged": paged,
         "discussion_from": offset,
         "discussion_next": offset + len(listed.threads) if listed.more else None,
         "can_comment": access.can(request.user, access.REVIEWER, p.id),
@@ -109,6 +112,32 @@ def discussion_context(request: HttpRequest, p: Project, decision_id: Any, **pro
         "comment_request_id": new_request_id(),
         "comment_max": limits.COMMENT_MAX,
         "did": str(decision_id),
+    }
+
+
+def _paged_thread(request: HttpRequest, discussion: Discussion, listed: Any) -> dict[str, Any] | None:
+    """``?thread=<id>&from=<n>``: that listed thread shows a page of its
+    comments from position ``n`` (0, the question, from its "N earlier
+    comments" link) in place of
+    its first and latest ones, with links to the pages around it; no
+    JavaScript needed. Anything else (a thread not on this page) is ignored."""
+    wanted = _param(request.GET, "thread", 40)
+    at = next((i for i, t in enumerate(listed.threads) if t.id == (wanted or "").lower()), None)
+    if at is None:
+        return None
+    size = limits.THREAD_COMMENTS_SHOWN
+    start = _int(request.GET.get("from"), 0, maximum=limits.THREAD_COMMENTS_MAX)
+    thread = discussion.get_thread(listed.threads[at].id, offset=start, limit=size)
+    if thread is None:
+        return None
+    listed.threads[at] = thread
+    shown = start + len(thread.comments)
+    return {
+        "id": thread.id,
+        "from": start,
+        "to": shown,
+        "earlier": max(0, start - size) if start > 0 else None,
+        "later": shown if shown < thread.comment_count else None,
     }
 
 
@@ -227,7 +256,7 @@ def resolve_thread(request: HttpRequest, project: str, thread_id: Any) -> HttpRe
     p = _project(request, project)
     access.require(request.user, access.REVIEWER, project)
     discussion = discussion_of(p)
-    thread = discussion.get_thread(str(thread_id))
+    thread = discussion.get_thread(str(thread_id), limit=1)  # its decision, not its text
     if thread is None:
         raise Http404("no such thread")
     resolved = _param(request.POST, "resolved", 5) != "0"

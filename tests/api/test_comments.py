@@ -70,6 +70,37 @@ def test_an_agent_lists_threads_answers_and_resolves(api: Any) -> None:
     assert schema["properties"]["body"]["maxLength"] == 10_000
 
 
+def test_an_agent_reads_threads_a_page_at_a_time(api: Any) -> None:
+    from core import limits
+
+    did = _decision(api.store, api.project)
+    rita = Discussion(api.store, project_id=api.project, agent_id="rita")
+    for i in range(limits.THREADS_PAGE_MAX + 1):
+        tid = rita.post_comment(did, f"q{i}").comment.thread_id
+    for i in range(1, limits.THREAD_COMMENTS_SHOWN + 3):
+        rita.post_comment(did, f"r{i:02d}", thread_id=tid)
+    # a limit over the page is cut to it, as every list here is (no 100 threads of 100 comments in one answer)
+    listed = api.call("GET", f"decisions/{did}/threads?limit=100").json()
+    assert len(listed["threads"]) == limits.THREADS_PAGE_MAX and listed["more"]
+    long = listed["threads"][0]
+    assert long["id"] == tid and long["comment_count"] == limits.THREAD_COMMENTS_SHOWN + 3 and long["omitted"] == 2
+    page = api.call("GET", f"threads/{tid}?offset=1&limit=1000").json()
+    assert [x["body"] for x in page["comments"]] == [f"r{i:02d}" for i in range(1, limits.THREAD_COMMENTS_SHOWN + 1)]
+    assert [x["body"] for x in api.call("GET", f"threads/{tid}?offset=21&limit=5").json()["comments"]] == ["r21", "r22"]
+    ops = {
+        op["operationId"]: op
+        for item in api.client.get("/api/v1/openapi.json").json()["paths"].values()
+        for op in item.values()
+    }
+    maximum = {
+        (name, p["name"]): p["schema"].get("maximum")
+        for name in ("list_threads", "get_thread")
+        for p in ops[name]["parameters"]
+    }
+    assert maximum[("list_threads", "limit")] == limits.THREADS_PAGE_MAX
+    assert maximum[("get_thread", "limit")] == limits.THREAD_COMMENTS_SHOWN
+
+
 def test_an_mcp_host_reads_a_question_and_answers_it(mcp_url: tuple[str, str, str], store: GraphStore) -> None:
     url, token, project = mcp_url
     did = _decision(store, project)
@@ -85,6 +116,8 @@ def test_an_mcp_host_reads_a_question_and_answers_it(mcp_url: tuple[str, str, st
                 )
             )
             done = result(await s.call_tool("resolve_thread", {"project": project, "thread_id": asked.thread_id}))
+            page = {"project": project, "thread_id": asked.thread_id, "offset": 1, "limit": 500}
+            assert [x["body"] for x in result(await s.call_tool("get_thread", page))["comments"]] == ["Yes."]
             return listed, answer, done
 
     listed, answer, done = anyio.run(session)

@@ -206,3 +206,54 @@ def test_export_and_import_carry_the_discussion_but_no_redacted_text(store: Grap
     assert list(import_lines(store, lines, project=target))  # a second import changes nothing
     assert len(copy.list_threads(did_copy).threads[0].comments) == 2
     purge_round(store)
+
+
+def _long_thread(store: GraphStore, project_id: str, did: str, count: int) -> str:
+    """A thread of ``count`` comments, bodies ``m00x``, ``m01x``, … in order."""
+    rita = Discussion(store, project_id=project_id, agent_id="rita")
+    tid = rita.post_comment(did, "m00x").comment.thread_id
+    for i in range(1, count):
+        assert rita.post_comment(did, f"m{i:02d}x", thread_id=tid).recorded
+    return tid
+
+
+def test_a_long_thread_shows_its_question_and_latest_and_pages_the_rest(
+    store: GraphStore, project_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from core import _comment_reads
+
+    did = _decision(store, project_id)
+    shown = limits.THREAD_COMMENTS_SHOWN
+    count = shown + 5
+    tid = _long_thread(store, project_id, did, count)
+    opened: list[str] = []
+    real = _comment_reads.unseal
+    monkeypatch.setattr(_comment_reads, "unseal", lambda *a: opened.append(a[1]) or real(*a))
+    reader = Discussion(store, project_id=project_id, agent_id="sam")
+    thread = reader.list_threads(did).threads[0]
+    # the question, then the latest; only those bodies are unsealed (a read that grows with the page)
+    assert [x.body for x in thread.comments] == ["m00x"] + [f"m{i:02d}x" for i in range(count - shown, count)]
+    assert (thread.comment_count, thread.omitted) == (count, count - shown - 1)
+    assert len(opened) == shown + 1
+    # the rest, a page at a time, oldest first; a hostile limit is cut to a page
+    opened.clear()
+    page = reader.get_thread(tid, offset=1, limit=10_000)
+    assert [x.body for x in page.comments] == [f"m{i:02d}x" for i in range(1, shown + 1)]
+    assert (page.comment_count, page.omitted) == (count, count - shown) and len(opened) == shown
+    tail = reader.get_thread(tid, offset=shown + 1, limit=3)
+    assert [x.body for x in tail.comments] == [f"m{i:02d}x" for i in range(shown + 1, shown + 4)]
+    assert reader.get_thread(tid, offset=count).comments == []
+    # a short thread is whole, nothing omitted
+    short = _long_thread(store, project_id, did, 2)
+    assert reader.get_thread(short).omitted == 0
+    assert [x.body for x in reader.list_threads(did).threads[0].comments] == ["m00x", "m01x"]
+
+
+def test_a_list_of_threads_has_at_most_a_page(store: GraphStore, project_id: str) -> None:
+    did = _decision(store, project_id)
+    rita = Discussion(store, project_id=project_id, agent_id="rita")
+    for i in range(limits.THREADS_PAGE_MAX + 1):
+        assert rita.post_comment(did, f"q{i}").recorded
+    listed = rita.list_threads(did, limit=limits.THREADS_MAX)
+    assert len(listed.threads) == limits.THREADS_PAGE_MAX and listed.more
+    assert len(rita.list_threads(did, offset=limits.THREADS_PAGE_MAX).threads) == 1

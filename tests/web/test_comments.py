@@ -167,3 +167,33 @@ def test_bad_input_comes_back_beside_the_form_with_the_text(story: Any, as_: Any
         sum(x.body == "once" for t in _discussion(story, "x").list_threads(story.moved).threads for x in t.comments)
         == 1
     )
+
+
+def test_a_long_thread_shows_its_latest_and_links_to_the_rest(story: Any, as_: Any) -> None:
+    from core import limits
+
+    shown = limits.THREAD_COMMENTS_SHOWN
+    count = shown + 5
+    rita = _discussion(story, "rita")
+    first = _thread(story, text="m00x")
+    for i in range(1, count):
+        assert rita.post_comment(story.moved, f"m{i:02d}x", thread_id=first.thread_id).recorded
+    page = f"/p/{story.project}/decisions/{story.moved}/"
+    client = as_("viewer")
+    html = client.get(page).content.decode()
+    bodies = set(re.findall(r"m\d\dx", html))
+    assert bodies == {"m00x"} | {f"m{i:02d}x" for i in range(count - shown, count)}  # the question and the latest
+    link = f"?threads_from=0&amp;thread={first.thread_id}&amp;from=0#thread-{first.thread_id}"
+    assert f'href="{link}">{count - shown - 1} earlier comments</a>' in html
+    # the link opens the thread a page at a time, without JavaScript
+    html = client.get(page + link.replace("&amp;", "&")).content.decode()
+    assert set(re.findall(r"m\d\dx", html)) == {f"m{i:02d}x" for i in range(shown)}
+    assert f"Comments 1–{shown} of {count}" in html and "earlier comments</a>" not in html
+    later = f"?threads_from=0&amp;thread={first.thread_id}&amp;from={shown}#thread-{first.thread_id}"
+    assert f'href="{later}">Later comments</a>' in html
+    html = client.get(page + later.replace("&amp;", "&")).content.decode()
+    assert set(re.findall(r"m\d\dx", html)) == {f"m{i:02d}x" for i in range(shown, count)}
+    assert "Later comments" not in html and "Earlier comments</a>" in html
+    # a thread id of nothing on the page is ignored
+    other = client.get(page + f"?thread={uuid.uuid4()}&from=3")
+    assert other.status_code == 200 and f"{count - shown - 1} earlier comments" in other.content.decode()
