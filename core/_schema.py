@@ -72,12 +72,16 @@ DECISION_SCHEMA = Schema(
         NodeIndex("TaskDecisions", ("id",), unique=True),
         NodeIndex("Activity", ("id",), unique=True),
         NodeIndex("Activity", ("project_id",)),
-        # what changed since a person last looked (``core.notices``): entries and flags after a time
-        NodeIndex("Activity", ("project_id", "at")),
-        NodeIndex("Decision", ("project_id", "flagged_at")),
-        NodeIndex("Choice", ("project_id", "updated_at")),
+        # what changed since a person last looked (``core.notices``): entries and flags after a
+        # time. Ranges over a time are read in order on Neo4j only (``ordered``): FalkorDB's
+        # range index answers ``x < $t`` on a string with every node (FalkorDB 4.x, seen here),
+        # so there these read through the project's index and filter.
+        NodeIndex("Activity", ("project_id", "at"), ordered=True),
+        NodeIndex("Decision", ("project_id", "flagged_at"), ordered=True),
+        NodeIndex("Choice", ("project_id", "updated_at"), ordered=True),
         # a person's notices, newest first (``core.notices``): the entries naming them
-        NodeIndex("Notice", ("project_id", "person", "at")),
+        NodeIndex("Notice", ("project_id", "person")),
+        NodeIndex("Notice", ("project_id", "person", "at"), ordered=True),
     ),
     (FullTextIndex("Decision", ("conclusion", "rationale")),),
     # a version's citations by their place among its citations (``_citations``)

@@ -83,6 +83,8 @@ def test_every_write_retried_with_the_same_key_answers_the_first_result(api: Api
             {},
             {},
         ),
+        ("post_comment", "POST", "decisions/{d}/comments", {"body": "Why this?"}, {"body": "Other"}, {}, {}),
+        ("resolve_thread", "POST", "threads/{t}/resolve", {}, {"resolved": False}, {}, {}),
         (
             "update_document",
             "PUT",
@@ -123,5 +125,7 @@ def test_every_write_retried_with_the_same_key_answers_the_first_result(api: Api
         assert reused[0] == 409 and reused[1]["error"] == "request_id_reused", (op, reused)
         if op == "record_decision":
             ids["d"] = first[1]["decision"]["id"]
+        if op == "post_comment":
+            ids["t"] = first[1]["comment"]["thread_id"]
         if op == "supersede_decision":
             ids["d2"] = first[1]["decision"]["id"]

@@ -406,6 +406,9 @@ def visits(h: Hostile) -> dict[str, list[Visit]]:
                 ),
             )
         ],
+        # the log's downloads: attachments of data, never a page (every row's text as written)
+        "activity_csv": [("GET", "activity/download.csv", {}, False, False, ())],
+        "activity_jsonl": [("GET", "activity/download.jsonl", {}, False, False, ())],
         "tokens": [
             (
                 "POST",
@@ -504,6 +507,8 @@ ROUTES = sorted(
         "redact",
         "document",
         "activity",
+        "activity_csv",
+        "activity_jsonl",
         "tokens",
         "revoke_token",
         "people",
@@ -544,6 +549,11 @@ def test_every_route_shows_agent_text_only_escaped(evil: Hostile, steward: Clien
         client = Client() if route in ("login", "oidc_authentication_init", "oidc_authentication_callback") else steward
         for where, response in _responses(client, evil, visit):
             assert response.status_code < 500, where
+            if response.streaming:  # a download: an attachment no browser renders as a page
+                assert response["Content-Disposition"].startswith("attachment"), where
+                assert "html" not in response["Content-Type"] and response["X-Content-Type-Options"] == "nosniff"
+                assert b"".join(response.streaming_content), where
+                continue
             body = response.content.decode()
             for raw in RAW:
                 assert raw not in body, (where, raw)
