@@ -101,6 +101,13 @@ def _reads_after(user: Any, marks_of: dict[str, ProjectMarks], project_ids: list
     return {r["project_id"]: r["n"] for r in rows}
 
 
+def unread_unknown(request: HttpRequest) -> None:
+    """This request's page says nothing of unread notices (its top bar has
+    no count) and asks the store nothing more: the store page of a store
+    that did not answer must not wait for it a second time."""
+    setattr(request, _CACHE, None)
+
+
 def unread_count(request: HttpRequest) -> int | None:
     """The person's unread notices over their projects, up to
     ``UNREAD_COUNT_MAX`` (the badge says "99+" past it), counted once per

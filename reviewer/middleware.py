@@ -116,6 +116,9 @@ _ASKED_AGAIN = "_reviewer_store_asked_again"
 def store_unavailable_response(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
 
+    from .inbox import unread_unknown
+
+    unread_unknown(request)  # the top bar's count would wait for the store once more
     # where the store is helps whoever runs the service, and nobody else
     user = getattr(request, "user", None)
     where = redact_url(settings.REVIEWER_STORE_URL) if user is not None and user.is_staff else ""
