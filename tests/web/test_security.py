@@ -49,6 +49,9 @@ PAGES = {
     "events",
     "document",
     "activity",
+    # the log's downloads: whoever reads the log (tests/web/test_activity_filters.py checks each role)
+    "activity_csv",
+    "activity_jsonl",
     # each person's own inbox, read marks and e-mail choice: no project's role (tests/web/test_inbox.py)
     "inbox",
     "inbox_read",
