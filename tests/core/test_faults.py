@@ -88,7 +88,9 @@ def test_a_writer_that_retries_with_its_request_ids_loses_nothing_and_duplicates
         store.close()
 
 
-@pytest.mark.parametrize("how", ["stop", "kill"])
+# Killed, the harder case (a clean stop also closes the writer's connections, which a kill
+# leaves for the driver to find dead); each case starts two servers, 50 s of CI's 30 minutes.
+@pytest.mark.parametrize("how", ["kill"])
 def test_a_neo4j_restart_mid_stream_loses_nothing_and_duplicates_nothing(tmp_path: Path, how: str) -> None:
     """The Neo4j test server is stopped (or killed) while a writer streams
     events with request ids, then started again on the same files; the
