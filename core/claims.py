@@ -78,6 +78,19 @@ class TeamQueue:
         self.causes = causes
 
 
+def _held(r: dict[str, Any]) -> HeldClaim:
+    """A live claim as ``held`` and ``ending_soon`` read it."""
+    return HeldClaim(
+        target_kind=TargetKind(r["kind"]),
+        target_id=r["target"],
+        holder=r["c_holder"],
+        claimed_at=_time(r["c_at"]),
+        expires_at=_time(r["c_exp"]),
+        cap_at=_time(r["c_cap"]),
+        choice_key=r["choice_key"],
+    )
+
+
 def _time(value: Any) -> datetime:
     return datetime.fromisoformat(value) if isinstance(value, str) else value
 
@@ -384,18 +397,7 @@ class Claims:
             f"RETURN c.target_kind AS kind, c.target_id AS target, d.choice_key AS choice_key, {_CLAIM_FIELDS.format('c')}",
             {"p": self.project_id, "now": now, "n": c.clamp(limit, HELD_SHOWN, HELD_SHOWN)},
         )
-        return [
-            HeldClaim(
-                target_kind=TargetKind(r["kind"]),
-                target_id=r["target"],
-                holder=r["c_holder"],
-                claimed_at=_time(r["c_at"]),
-                expires_at=_time(r["c_exp"]),
-                cap_at=_time(r["c_cap"]),
-                choice_key=r["choice_key"],
-            )
-            for r in found
-        ]
+        return [_held(r) for r in found]
 
     def ending_soon(self, holder: str, *, within_s: int = ENDING_SOON_S) -> list[HeldClaim]:
         """``holder``'s live claims that end within ``within_s`` seconds,
@@ -419,18 +421,7 @@ class Claims:
                 "n": ENDING_SHOWN,
             },
         )
-        return [
-            HeldClaim(
-                target_kind=TargetKind(r["kind"]),
-                target_id=r["target"],
-                holder=r["c_holder"],
-                claimed_at=_time(r["c_at"]),
-                expires_at=_time(r["c_exp"]),
-                cap_at=_time(r["c_cap"]),
-                choice_key=r["choice_key"],
-            )
-            for r in found
-        ]
+        return [_held(r) for r in found]
 
     def queue(
         self,
